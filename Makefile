@@ -1,0 +1,31 @@
+# The two set-up commands of the README:
+#   make wnut   - the main job: train, evaluate, package and install en_entangle_wnut (CPU preset)
+#   make test   - the test suite
+# Both create the virtual environment .venv first if it is missing.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Local copy of WNUT-17 (train + dev); empty = download the public assets.
+WNUT17_DIR ?= $(if $(wildcard ../shared/data/wnut17/train.conll),../../shared/data/wnut17,)
+
+.PHONY: venv test wnut clean
+
+$(BIN)/.installed: setup.cfg
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# the CPU build of torch (a bare `torch` would pull a multi-GB CUDA build)
+	$(BIN)/pip install -q "torch==2.13.0"
+	$(BIN)/pip install -q -e ".[test,project]"
+	touch $@
+
+venv: $(BIN)/.installed
+
+test: venv
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+wnut: venv
+	cd project && PATH="$(abspath $(BIN)):$$PATH" python -m weasel run all . $(if $(WNUT17_DIR),--vars.wnut17_dir $(WNUT17_DIR),)
+
+clean:
+	rm -rf $(VENV) project/backbones project/corpus project/training project/metrics project/packages

@@ -1,0 +1,137 @@
+"""The registered, versioned architectures. Thin: they compose the layers."""
+from typing import List, Optional
+
+from spacy.tokens import Doc
+from spacy.util import registry
+from thinc.api import Linear, Logistic, Model, Ragged, Softmax, chain, reduce_first
+from thinc.types import Floats2d
+
+from .data import EntangleData
+from .layers import EntangleListener, EntangleModel, entangle_first_state, entangle_pool
+from .layers.listener import side_names
+from .layers.tanh import Tanh
+from .tokenization.windows import WindowGetter
+
+
+@registry.architectures("spacy-entangle.EntangleModel.v1")
+def EntangleModel_v1(
+    char_backbone: str,
+    subword_backbone: str,
+    n_coattention: int = 2,
+    hidden_width: Optional[int] = None,
+    n_heads: Optional[int] = None,
+    ffn_width: Optional[int] = None,
+    dropout: float = 0.1,
+    backbone_lr_scale: float = 1.0,
+    mixed_precision: bool = False,
+    gradient_checkpointing: bool = False,
+    window_getter: Optional[WindowGetter] = None,
+    max_batch_chars: int = 16384,
+) -> Model[List[Doc], List[EntangleData]]:
+    """Character encoder + subword encoder + n_coattention co-attention modules per side.
+
+    char_backbone / subword_backbone: Hugging Face hub names or local directories.
+    hidden_width / n_heads / ffn_width: the co-attention layers (null: the subword
+    encoder's width and heads, 4 x width). backbone_lr_scale: learning-rate factor for
+    the two pretrained encoders relative to the new layers.
+    """
+    return EntangleModel(
+        char_backbone,
+        subword_backbone,
+        n_coattention=n_coattention,
+        hidden_width=hidden_width,
+        n_heads=n_heads,
+        ffn_width=ffn_width,
+        dropout=dropout,
+        backbone_lr_scale=backbone_lr_scale,
+        mixed_precision=mixed_precision,
+        gradient_checkpointing=gradient_checkpointing,
+        window_getter=window_getter,
+        max_batch_chars=max_batch_chars,
+    )
+
+
+@registry.architectures("spacy-entangle.EntangleListener.v1")
+def EntangleListener_v1(
+    upstream: str = "*",
+    side: str = "subword",
+    pooling: Optional[Model[Ragged, Floats2d]] = None,
+    grad_factor: float = 1.0,
+) -> Model[List[Doc], List[Floats2d]]:
+    """One vector per token from the upstream `entangle` component: side = subword |
+    char | both; pooling over the token's pieces / characters (default: the first)."""
+    sides = side_names(side)
+    listener = EntangleListener(upstream, sides)
+    pool = entangle_pool(side, pooling or reduce_first(), grad_factor)
+    model = chain(listener, pool)
+    model.set_ref("listener", listener)
+    return model
+
+
+@registry.architectures("spacy-entangle.EntangleTok2Vec.v1")
+def EntangleTok2Vec_v1(
+    char_backbone: str,
+    subword_backbone: str,
+    side: str = "subword",
+    pooling: Optional[Model[Ragged, Floats2d]] = None,
+    grad_factor: float = 1.0,
+    n_coattention: int = 2,
+    hidden_width: Optional[int] = None,
+    n_heads: Optional[int] = None,
+    ffn_width: Optional[int] = None,
+    dropout: float = 0.1,
+    backbone_lr_scale: float = 1.0,
+    mixed_precision: bool = False,
+    gradient_checkpointing: bool = False,
+    window_getter: Optional[WindowGetter] = None,
+    max_batch_chars: int = 16384,
+) -> Model[List[Doc], List[Floats2d]]:
+    """A standalone entangle encoder + pooling (what `nlp.replace_listeners` puts in
+    place of a listener): EntangleModel.v1's settings plus the listener's."""
+    model = EntangleModel(
+        char_backbone,
+        subword_backbone,
+        n_coattention=n_coattention,
+        hidden_width=hidden_width,
+        n_heads=n_heads,
+        ffn_width=ffn_width,
+        dropout=dropout,
+        backbone_lr_scale=backbone_lr_scale,
+        mixed_precision=mixed_precision,
+        gradient_checkpointing=gradient_checkpointing,
+        window_getter=window_getter,
+        max_batch_chars=max_batch_chars,
+    )
+    model.attrs["sides"] = side_names(side)
+    return chain(model, entangle_pool(side, pooling or reduce_first(), grad_factor))
+
+
+@registry.architectures("spacy-entangle.TextCatCls.v1")
+def TextCatCls_v1(
+    upstream: str = "*",
+    side: str = "subword",
+    exclusive_classes: bool = True,
+    nO: Optional[int] = None,
+    dropout: float = 0.1,
+) -> Model[List[Doc], Floats2d]:
+    """The paper's classification head: the first state of ``side`` -> Linear -> tanh
+    -> Linear (softmax if exclusive, else sigmoid)."""
+    if side not in ("subword", "char"):
+        raise ValueError(f"TextCatCls side must be 'subword' or 'char', got {side!r}")
+    listener = EntangleListener(upstream, (side,))
+    output = Softmax(nO=nO) if exclusive_classes else chain(Linear(nO=nO), Logistic())
+    hidden = Linear()
+    model = chain(listener, entangle_first_state(side), hidden, Tanh(), output)
+    chain_init = model.init
+
+    def init(model: Model, X=None, Y=None) -> None:
+        # the hidden layer is as wide as the encoder (not inferred from the labels)
+        if listener.has_dim("nO") and not hidden.has_dim("nO"):
+            hidden.set_dim("nO", listener.get_dim("nO"))
+        chain_init(model, X=X, Y=Y)
+
+    model.init = init
+    model.set_ref("listener", listener)
+    model.set_ref("output_layer", output)
+    model.attrs["multi_label"] = not exclusive_classes
+    return model

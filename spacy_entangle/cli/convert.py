@@ -1,0 +1,261 @@
+"""Convert token-per-line BIO files (CoNLL style) to spaCy's binary DocBin format.
+
+Input: one token per line, ``TOKEN<TAB>TAG`` (WNUT-17) or ``TOKEN TAG`` (MasakhaNER), with
+whitespace-only lines between sentences. Extra middle columns (CoNLL-2003 style) are ignored:
+the first column is the token, the last column is the BIO tag.
+
+Output: one Doc per sentence, its words exactly the given tokens (joined by single spaces),
+its entities read from the BIO tags with spaCy's own ``iob_to_biluo`` + ``biluo_tags_to_spans``.
+
+    python -m spacy_entangle convert train.conll corpus/train.spacy --lang en
+"""
+import os
+import re
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import List, Optional, Tuple, Union
+
+import typer
+from spacy.tokens import Doc, DocBin
+from spacy.training import biluo_tags_to_spans, iob_to_biluo
+from spacy.vocab import Vocab
+
+from ._app import app
+
+TAG_RE = re.compile(r"^(?:O|[BI]-\S+)$")
+
+
+class Sep(str, Enum):
+    auto = "auto"
+    tab = "tab"
+    space = "space"
+
+
+class ConllFormatError(ValueError):
+    """Malformed input; ``str()`` reads ``FILE:LINE: message`` (LINE is 1-based)."""
+
+    def __init__(self, path: Union[str, Path], line: Optional[int], message: str):
+        self.path = str(path)
+        self.line = line
+        self.message = message
+        where = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass
+class Sentence:
+    words: List[str] = field(default_factory=list)
+    tags: List[str] = field(default_factory=list)
+    lines: List[int] = field(default_factory=list)  # 1-based line number of each token
+
+
+@dataclass
+class ConvertStats:
+    docs: int = 0
+    tokens: int = 0
+    entities: Counter = field(default_factory=Counter)
+    sep: str = ""
+    repaired: int = 0
+
+    def summary(self) -> str:
+        n_ents = sum(self.entities.values())
+        per_label = ", ".join(f"{label} {n}" for label, n in sorted(self.entities.items()))
+        repaired = f"; {self.repaired} orphan I- tag(s) read as B-" if self.repaired else ""
+        return (
+            f"{self.docs} docs, {self.tokens} tokens, {n_ents} entities"
+            f" ({per_label or 'none'}){repaired}"
+        )
+
+
+def _split_fields(line: str, sep: str) -> List[str]:
+    if sep == "tab":
+        return line.split("\t")
+    return line.split()
+
+
+def read_conll(
+    path: Union[str, Path], sep: Union[str, Sep] = "auto"
+) -> Tuple[List[Sentence], str]:
+    """Read sentences from a token-per-line file. Returns (sentences, the separator used).
+
+    sep: "tab" (fields split on tabs, tokens may hold spaces), "space" (split on any
+    whitespace), or "auto" (tab if the first non-blank line holds a tab, else space).
+    Raises ConllFormatError (file + 1-based line) on malformed input.
+    """
+    path = Path(path)
+    sep = Sep(sep).value
+    if not path.exists():
+        raise ConllFormatError(path, None, "file not found")
+    if not path.is_file():
+        raise ConllFormatError(path, None, "not a file")
+    sentences: List[Sentence] = []
+    current = Sentence()
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ConllFormatError(path, lineno, f"not valid UTF-8 ({e.reason})") from None
+            if lineno == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                if current.words:
+                    sentences.append(current)
+                    current = Sentence()
+                continue
+            if sep == "auto":
+                sep = "tab" if "\t" in line else "space"
+            fields = _split_fields(line, sep)
+            if len(fields) < 2 or not fields[-1].strip():
+                expected = "TOKEN<TAB>TAG" if sep == "tab" else "TOKEN TAG"
+                raise ConllFormatError(
+                    path, lineno, f"no tag column (expected {expected}), got {line!r}"
+                )
+            word, tag = fields[0], fields[-1].strip()
+            if word == "":
+                raise ConllFormatError(path, lineno, f"empty token in {line!r}")
+            if not TAG_RE.match(tag):
+                raise ConllFormatError(
+                    path, lineno, f"invalid tag {tag!r} (expected O, B-LABEL or I-LABEL)"
+                )
+            current.words.append(word)
+            current.tags.append(tag)
+            current.lines.append(lineno)
+    if current.words:
+        sentences.append(current)
+    return sentences, ("tab" if sep == "auto" else sep)
+
+
+def check_bio(path: Union[str, Path], sent: Sentence, repair: bool = False) -> int:
+    """Check that every I-X follows B-X or I-X. With repair, an orphan I-X is rewritten to
+    B-X in place (conlleval's reading); returns how many were rewritten."""
+    prev = "O"
+    repaired = 0
+    for i, tag in enumerate(sent.tags):
+        if tag.startswith("I-") and prev[2:] != tag[2:]:
+            if not repair:
+                after = "the start of the sentence" if i == 0 else repr(prev)
+                raise ConllFormatError(
+                    path,
+                    sent.lines[i],
+                    f"tag {tag!r} cannot follow {after} (an I- tag must continue B-/I- of "
+                    f"the same label; pass --repair-iob to read it as B-{tag[2:]})",
+                )
+            tag = "B-" + tag[2:]
+            sent.tags[i] = tag
+            repaired += 1
+        prev = tag
+    return repaired
+
+
+def _get_vocab(nlp_vocab_or_lang: Union[str, Vocab, object]) -> Vocab:
+    if isinstance(nlp_vocab_or_lang, Vocab):
+        return nlp_vocab_or_lang
+    if isinstance(nlp_vocab_or_lang, str):
+        import spacy
+
+        try:
+            return spacy.blank(nlp_vocab_or_lang).vocab
+        except ImportError:
+            raise ValueError(
+                f"unknown language code {nlp_vocab_or_lang!r} (spaCy has no such language; "
+                "use 'xx' for a language-neutral vocab)"
+            ) from None
+    vocab = getattr(nlp_vocab_or_lang, "vocab", None)  # a Language object
+    if isinstance(vocab, Vocab):
+        return vocab
+    raise TypeError(f"expected a language code, a Vocab or a Language, got {nlp_vocab_or_lang!r}")
+
+
+def conll_to_docs(
+    path: Union[str, Path],
+    nlp_vocab_or_lang: Union[str, Vocab, object] = "xx",
+    *,
+    sep: Union[str, Sep] = "auto",
+    repair_iob: bool = False,
+    stats: Optional[ConvertStats] = None,
+) -> List[Doc]:
+    """One Doc per sentence of a BIO token-per-line file, tokens verbatim, entities set.
+
+    nlp_vocab_or_lang: a language code ("en", "xx"), a Vocab or a Language.
+    Raises ConllFormatError (file + 1-based line) on malformed input or when the file
+    holds no sentence.
+    """
+    vocab = _get_vocab(nlp_vocab_or_lang)
+    sentences, used_sep = read_conll(path, sep=sep)
+    if not sentences:
+        raise ConllFormatError(path, None, "no sentences found (empty output)")
+    stats = stats if stats is not None else ConvertStats()
+    stats.sep = used_sep
+    docs = []
+    for sent in sentences:
+        stats.repaired += check_bio(path, sent, repair=repair_iob)
+        spaces = [True] * (len(sent.words) - 1) + [False]
+        doc = Doc(vocab, words=sent.words, spaces=spaces)
+        doc.ents = biluo_tags_to_spans(doc, iob_to_biluo(sent.tags))
+        stats.docs += 1
+        stats.tokens += len(doc)
+        stats.entities.update(ent.label_ for ent in doc.ents)
+        docs.append(doc)
+    return docs
+
+
+def write_docbin_atomic(docs: List[Doc], output: Union[str, Path]) -> None:
+    """Write docs as a DocBin: a temp file in the output's folder, then os.replace (no
+    half-written output on failure)."""
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    data = DocBin(docs=docs, store_user_data=False).to_bytes()
+    # a fresh name in the same folder (so os.replace is atomic), created with the usual umask
+    tmp = output.parent / f".{output.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+        os.replace(tmp, output)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def convert(
+    input_path: Union[str, Path],
+    output_path: Union[str, Path],
+    *,
+    lang: str = "xx",
+    sep: Union[str, Sep] = "auto",
+    repair_iob: bool = False,
+) -> ConvertStats:
+    """Convert input_path to a .spacy DocBin at output_path; returns the stats."""
+    stats = ConvertStats()
+    docs = conll_to_docs(input_path, lang, sep=sep, repair_iob=repair_iob, stats=stats)
+    write_docbin_atomic(docs, output_path)
+    return stats
+
+
+@app.command("convert")
+def convert_cli(
+    # fmt: off
+    input_path: Path = typer.Argument(..., help="Token-per-line BIO file (TOKEN<TAB>TAG or TOKEN TAG, blank line between sentences)", dir_okay=False),
+    output_path: Path = typer.Argument(..., help="Output .spacy file (DocBin), one Doc per sentence", dir_okay=False),
+    lang: str = typer.Option("xx", "--lang", "-l", help="Language code of the blank vocab the Docs are made with"),
+    sep: Sep = typer.Option(Sep.auto, "--sep", "-s", help="Column separator: tab, space (any whitespace), or auto (tab if the first token line holds one)"),
+    repair_iob: bool = typer.Option(False, "--repair-iob", help="Read an I-X that does not continue an X entity as B-X (default: error)"),
+    # fmt: on
+) -> None:
+    """Convert a CoNLL-style BIO NER file (WNUT-17, MasakhaNER) to a .spacy corpus."""
+    try:
+        stats = convert(input_path, output_path, lang=lang, sep=sep, repair_iob=repair_iob)
+    except ValueError as e:  # ConllFormatError (file:line: ...) or a bad --lang
+        typer.echo(f"✘ convert failed: {e}", err=True)
+        raise typer.Exit(code=1)
+    except OSError as e:
+        typer.echo(f"✘ convert failed: {input_path} -> {output_path}: {e}", err=True)
+        raise typer.Exit(code=1)
+    typer.echo(f"✔ {input_path} -> {output_path}: {stats.summary()} [sep={stats.sep}]")

@@ -1,0 +1,65 @@
+"""What the `entangle` component stores per doc (``doc._.entangle``) and sends to listeners."""
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+import numpy
+from thinc.types import Floats2d
+
+from .tokenization.batch import DocAlignment
+
+SIDES = ("subword", "char")
+
+
+@dataclass
+class EntangleData:
+    """One doc's encoder output.
+
+    subword: (n_subword_rows, width) states of every window's pieces, specials included.
+    char: (n_char_rows, width) states of every window's characters, specials included.
+    Either is None when no listener reads that side (it was not computed).
+    align: where each spaCy token reads its rows on each side.
+    """
+
+    subword: Optional[Floats2d]
+    char: Optional[Floats2d]
+    align: DocAlignment
+
+    def side(self, name: str) -> Floats2d:
+        value = getattr(self, name)
+        if value is None:
+            raise ValueError(
+                f"The '{name}' side of the entangle output was not computed: no listener "
+                f"of the upstream `entangle` component asked for it. Listen to side='{name}' "
+                "or set the entangle model's `sides` to include it."
+            )
+        return value
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Plain numpy arrays (for msgpack, Doc.to_bytes, DocBin)."""
+        from thinc.api import get_array_ops
+
+        def np(x):
+            return None if x is None else get_array_ops(x).to_numpy(x)
+
+        a = self.align
+        return {
+            "subword": np(self.subword),
+            "char": np(self.char),
+            "align": {
+                "n_subword_rows": a.n_subword_rows,
+                "n_char_rows": a.n_char_rows,
+                "subword_lengths": a.subword_lengths,
+                "subword_rows": a.subword_rows,
+                "char_lengths": a.char_lengths,
+                "char_rows": a.char_rows,
+                "window_rows": [list(w) for w in a.window_rows],
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, msg: Dict[str, Any]) -> "EntangleData":
+        a = dict(msg["align"])
+        a["window_rows"] = [tuple(w) for w in a["window_rows"]]
+        for key in ("subword_lengths", "subword_rows", "char_lengths", "char_rows"):
+            a[key] = numpy.asarray(a[key], dtype="int32")
+        return cls(subword=msg["subword"], char=msg["char"], align=DocAlignment(**a))

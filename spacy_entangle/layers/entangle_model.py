@@ -1,0 +1,189 @@
+"""The thinc model: List[Doc] -> List[EntangleData], one per doc.
+
+Windows from all docs of a batch are sorted by length and run in chunks of at
+most ``max_batch_chars`` padded characters, so one long doc never dominates a
+batch and short docs are not padded to its length.
+"""
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy
+import torch
+from spacy.tokens import Doc
+from thinc.api import ArgsKwargs, Model, get_torch_default_device, torch2xp, xp2torch
+
+from ..data import SIDES, EntangleData
+from ..tokenization import WindowGetter, WindowInput, prepare_docs
+from ..tokenization.windows import configure_windows
+from .shim import EntangleShim
+
+
+def EntangleModel(
+    char_backbone: str,
+    subword_backbone: str,
+    *,
+    n_coattention: int = 2,
+    hidden_width: Optional[int] = None,
+    n_heads: Optional[int] = None,
+    ffn_width: Optional[int] = None,
+    dropout: float = 0.1,
+    backbone_lr_scale: float = 1.0,
+    mixed_precision: bool = False,
+    gradient_checkpointing: bool = False,
+    window_getter: Optional[WindowGetter] = None,
+    max_batch_chars: int = 16384,
+) -> Model[List[Doc], List[EntangleData]]:
+    if hidden_width is not None and n_heads is not None and hidden_width % n_heads:
+        raise ValueError(
+            f"hidden_width={hidden_width} is not divisible by n_heads={n_heads} "
+            "in spacy-entangle.EntangleModel.v1"
+        )
+    if window_getter is None:
+        window_getter = configure_windows()
+    settings = {
+        "char_backbone": str(char_backbone),
+        "subword_backbone": str(subword_backbone),
+        "n_coattention": n_coattention,
+        "hidden_width": hidden_width,
+        "n_heads": n_heads,
+        "ffn_width": ffn_width,
+        "dropout": dropout,
+        "backbone_lr_scale": backbone_lr_scale,
+        "gradient_checkpointing": gradient_checkpointing,
+    }
+    from .listener import replace_listener, replace_listener_cfg
+
+    return Model(
+        "entangle",
+        forward,
+        init=init,
+        shims=[EntangleShim(settings, mixed_precision=mixed_precision)],
+        dims={"nO": hidden_width},
+        attrs={
+            "get_windows": window_getter,
+            "max_batch_chars": max_batch_chars,
+            "sides": SIDES,
+            "replace_listener": replace_listener,
+            "replace_listener_cfg": replace_listener_cfg,
+        },
+    )
+
+
+def init(model: Model, X: Any = None, Y: Any = None) -> None:
+    shim: EntangleShim = model.shims[0]
+    if not shim.is_built:
+        shim.build_from_pretrained()
+    model.set_dim("nO", shim._model.width, force=True)
+
+
+def _chunks(windows: Sequence[WindowInput], budget: int, pad_len: Callable[[int], int]) -> List[List[int]]:
+    """Window indices grouped by length, each group's padded area within budget."""
+    order = sorted(range(len(windows)), key=lambda i: len(windows[i].char_ids))
+    chunks: List[List[int]] = []
+    current: List[int] = []
+    for i in order:
+        longest = pad_len(len(windows[i].char_ids))
+        if current and longest * (len(current) + 1) > budget:
+            chunks.append(current)
+            current = []
+        current.append(i)
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _pad(seqs: List[numpy.ndarray], length: int, pad_id: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    ids = numpy.full((len(seqs), length), pad_id, dtype="int64")
+    mask = numpy.zeros((len(seqs), length), dtype="int64")
+    for row, seq in enumerate(seqs):
+        ids[row, : len(seq)] = seq
+        mask[row, : len(seq)] = 1
+    return ids, mask
+
+
+def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[EntangleData], Callable]:
+    shim: EntangleShim = model.shims[0]
+    if not shim.is_built:
+        raise ValueError(
+            "The entangle model is not initialized: call nlp.initialize() (or load a "
+            "trained pipeline with spacy.load) before using it."
+        )
+    ops = model.ops
+    need = tuple(model.attrs["sides"])
+    need_sub, need_char = "subword" in need, "char" in need
+    windows, aligns = prepare_docs(docs, shim.subwords, shim.chars, model.attrs["get_windows"])
+    chars = shim.chars
+    device = get_torch_default_device()
+    width = model.get_dim("nO")
+
+    win_sub: List[Any] = [None] * len(windows)
+    win_char: List[Any] = [None] * len(windows)
+    callbacks = []
+    for chunk in _chunks(windows, model.attrs["max_batch_chars"], chars.padded_length):
+        subs = [windows[i].sub_ids for i in chunk]
+        chs = [windows[i].char_ids for i in chunk]
+        sub_ids, sub_mask = _pad(subs, max(len(s) for s in subs), shim.subwords.pad_id)
+        char_len = max(chars.padded_length(len(c)) for c in chs)
+        char_ids, char_mask = _pad(chs, char_len, chars.pad_id)
+        inputs = ArgsKwargs(
+            args=tuple(torch.from_numpy(a).to(device) for a in (sub_ids, sub_mask, char_ids, char_mask)),
+            kwargs={"need_subword": need_sub, "need_char": need_char},
+        )
+        (S, C), bp = shim(inputs, is_train)
+        S_xp = torch2xp(S) if S is not None else None
+        C_xp = torch2xp(C) if C is not None else None
+        for j, i in enumerate(chunk):
+            if S_xp is not None:
+                win_sub[i] = S_xp[j, : len(subs[j])]
+            if C_xp is not None:
+                win_char[i] = C_xp[j, : len(chs[j])]
+        callbacks.append((chunk, S, C, [len(s) for s in subs], [len(c) for c in chs], bp))
+
+    # windows are in doc order: gather each doc's rows
+    by_doc: Dict[int, List[int]] = {}
+    for i, w in enumerate(windows):
+        by_doc.setdefault(w.doc_index, []).append(i)
+    outputs = []
+    for d, align in enumerate(aligns):
+        idx = by_doc.get(d, [])
+        sub = _concat(ops, [win_sub[i] for i in idx], width) if need_sub else None
+        char = _concat(ops, [win_char[i] for i in idx], width) if need_char else None
+        outputs.append(EntangleData(subword=sub, char=char, align=align))
+
+    def backprop(d_outputs: List[EntangleData]) -> List[Doc]:
+        # doc-level gradients -> per-window slices -> padded chunk gradients
+        d_win_sub: List[Any] = [None] * len(windows)
+        d_win_char: List[Any] = [None] * len(windows)
+        for d, d_out in enumerate(d_outputs):
+            idx = by_doc.get(d, [])
+            for store, grad, key in ((d_win_sub, d_out.subword, "sub"), (d_win_char, d_out.char, "char")):
+                if grad is None:
+                    continue
+                start = 0
+                for i in idx:
+                    n = len(windows[i].sub_ids) if key == "sub" else len(windows[i].char_ids)
+                    store[i] = grad[start : start + n]
+                    start += n
+        for chunk, S, C, sub_lens, char_lens, bp in callbacks:
+            tensors, grads = [], []
+            for out, store, lens in ((S, d_win_sub, sub_lens), (C, d_win_char, char_lens)):
+                if out is None or all(store[i] is None for i in chunk):
+                    continue
+                dY = ops.alloc3f(*out.shape)
+                for j, i in enumerate(chunk):
+                    if store[i] is not None:
+                        dY[j, : lens[j]] = store[i]
+                tensors.append(out)
+                grads.append(xp2torch(dY, device=out.device))
+            if tensors:
+                bp(ArgsKwargs(args=(tuple(tensors),), kwargs={"grad_tensors": tuple(grads)}))
+        return []
+
+    return outputs, backprop
+
+
+def _concat(ops, parts: List[Any], width: int):
+    if not parts:
+        return ops.alloc2f(0, width)
+    if len(parts) == 1:
+        return parts[0]
+    return ops.xp.concatenate(parts, axis=0)

@@ -1,0 +1,82 @@
+"""The entanglement model: a character encoder and a subword encoder joined by
+``n_coattention`` co-attention modules per side."""
+from typing import Any, Optional, Tuple
+
+import torch
+from torch import nn
+
+from .coattention import CoAttentionModule, check_heads
+
+
+class EntangleEncoder(nn.Module):
+    """Character-aware subword states and subword-aware character states.
+
+    Both sides are projected to ``width`` when their encoder is narrower or wider
+    (e.g. CANINE 768 -> XLM-R large 1024). ``forward`` can skip the last module of
+    a side nobody reads (``need_subword`` / ``need_char``): the other side's last
+    module only needs the previous layer's states.
+    """
+
+    def __init__(
+        self,
+        char_encoder: Any,
+        subword_encoder: Any,
+        *,
+        n_coattention: int = 2,
+        width: Optional[int] = None,
+        n_heads: Optional[int] = None,
+        ffn_width: Optional[int] = None,
+        dropout: float = 0.1,
+        checkpointing: bool = False,
+    ):
+        super().__init__()
+        if n_coattention < 0:
+            raise ValueError(f"n_coattention must be >= 0, got {n_coattention}")
+        self.char_encoder = char_encoder
+        self.subword_encoder = subword_encoder
+        sub_width = subword_encoder.config.hidden_size
+        char_width = char_encoder.config.hidden_size
+        width = width or sub_width
+        if n_heads is None:
+            n_heads = getattr(subword_encoder.config, "num_attention_heads", None)
+            if n_heads is None or width % n_heads:
+                n_heads = next(h for h in (16, 12, 8, 6, 4, 2, 1) if width % h == 0)
+        check_heads(width, n_heads)
+        ffn_width = ffn_width or 4 * width
+        self.width = width
+        self.n_coattention = n_coattention
+        self.sub_proj = nn.Linear(sub_width, width) if sub_width != width else nn.Identity()
+        self.char_proj = nn.Linear(char_width, width) if char_width != width else nn.Identity()
+        self.sub_layers = nn.ModuleList(
+            CoAttentionModule(width, n_heads, ffn_width, dropout, checkpointing) for _ in range(n_coattention)
+        )
+        self.char_layers = nn.ModuleList(
+            CoAttentionModule(width, n_heads, ffn_width, dropout, checkpointing) for _ in range(n_coattention)
+        )
+        if checkpointing:
+            for enc in (char_encoder, subword_encoder):
+                if getattr(enc, "supports_gradient_checkpointing", False):
+                    enc.gradient_checkpointing_enable()
+
+    def forward(
+        self,
+        sub_ids: torch.Tensor,
+        sub_mask: torch.Tensor,
+        char_ids: torch.Tensor,
+        char_mask: torch.Tensor,
+        need_subword: bool = True,
+        need_char: bool = True,
+    ) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor]]:
+        """ids/masks: (B, L) with mask 1 = real. Returns (B, Ls, W), (B, Lc, W) or None."""
+        hs = self.sub_proj(self.subword_encoder(input_ids=sub_ids, attention_mask=sub_mask).last_hidden_state)
+        hc = self.char_proj(self.char_encoder(input_ids=char_ids, attention_mask=char_mask).last_hidden_state)
+        sub_pad = sub_mask == 0
+        char_pad = char_mask == 0
+        m = self.n_coattention
+        for i, (sub_layer, char_layer) in enumerate(zip(self.sub_layers, self.char_layers)):
+            last = i == m - 1
+            new_s = sub_layer(hs, sub_pad, hc, char_pad) if (need_subword or not last) else None
+            new_c = char_layer(hc, char_pad, hs, sub_pad) if (need_char or not last) else None
+            hs, hc = new_s, new_c
+        # float32 out, also under autocast: the thinc side works in float32
+        return (hs.float() if need_subword else None), (hc.float() if need_char else None)

@@ -1,0 +1,94 @@
+"""Windows over long docs that respect BOTH encoders' length limits.
+
+A window is a contiguous token range; both encoders see the same text span.
+Windows overlap by ``overlap`` (a fraction of a window) so that tokens near a cut
+still get context on both sides; each token is then read from the one window in
+which it lies most centrally (its *home* window), which merges overlapping windows
+without averaging. A single token longer than a window is clipped to the window
+(it still gets its first pieces and characters).
+"""
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+import numpy
+from spacy.util import registry
+
+
+@dataclass(frozen=True)
+class WindowGetter:
+    """Window sizes, specials included (None = the encoder's own limit)."""
+
+    max_pieces: Optional[int] = None
+    max_chars: Optional[int] = None
+    overlap: float = 0.25
+
+    def __post_init__(self):
+        if not 0.0 <= self.overlap < 1.0:
+            raise ValueError(f"windows overlap must be in [0, 1), got {self.overlap}")
+
+    def budgets(self, piece_limit: Tuple[int, int], char_limit: Tuple[int, int]) -> Tuple[int, int]:
+        """Content budgets (specials excluded) from (encoder limit, n_special) pairs."""
+        (limit_p, special_p), (limit_c, special_c) = piece_limit, char_limit
+        budget_p = min(limit_p, self.max_pieces or limit_p) - special_p
+        budget_c = min(limit_c, self.max_chars or limit_c) - special_c
+        if budget_p < 1 or budget_c < 1:
+            raise ValueError(
+                f"windows too small: max_pieces={self.max_pieces}, max_chars={self.max_chars} "
+                f"leave no room besides the special tokens ({special_p} pieces, {special_c} chars)"
+            )
+        return budget_p, budget_c
+
+    def spans(
+        self, starts: numpy.ndarray, ends: numpy.ndarray, pieces: numpy.ndarray, budget_p: int, budget_c: int
+    ) -> List[Tuple[int, int]]:
+        return greedy_windows(starts, ends, pieces, budget_p, budget_c, self.overlap)
+
+
+@registry.misc("spacy-entangle.windows.v1")
+def configure_windows(
+    max_pieces: Optional[int] = None,
+    max_chars: Optional[int] = None,
+    overlap: float = 0.25,
+) -> WindowGetter:
+    """Greedy windows of at most ``max_pieces`` subword pieces and ``max_chars``
+    characters, specials included (null = the encoder's own limit: 512 / 2048)."""
+    return WindowGetter(max_pieces, max_chars, overlap)
+
+
+def greedy_windows(
+    starts: numpy.ndarray,
+    ends: numpy.ndarray,
+    pieces: numpy.ndarray,
+    max_pieces: int,
+    max_chars: int,
+    overlap: float,
+) -> List[Tuple[int, int]]:
+    """Token ranges [t0, t1): as many tokens as both content budgets allow, at least one."""
+    n = len(starts)
+    if n == 0:
+        return []
+    cum_pieces = numpy.concatenate([[0], numpy.cumsum(pieces)])
+    windows = []
+    t0 = 0
+    while True:
+        by_pieces = int(numpy.searchsorted(cum_pieces, cum_pieces[t0] + max_pieces, side="right")) - 1
+        by_chars = int(numpy.searchsorted(ends, starts[t0] + max_chars, side="right"))
+        t1 = max(t0 + 1, min(by_pieces, by_chars, n))
+        windows.append((t0, t1))
+        if t1 >= n:
+            return windows
+        t0 = t0 + max(1, int((t1 - t0) * (1.0 - overlap)))
+
+
+def home_windows(n_tokens: int, windows: List[Tuple[int, int]]) -> numpy.ndarray:
+    """For each token, the index of the window where it is most central."""
+    home = numpy.zeros(n_tokens, dtype="int64")
+    best = numpy.full(n_tokens, -1, dtype="int64")
+    idx = numpy.arange(n_tokens)
+    for w, (t0, t1) in enumerate(windows):
+        span = idx[t0:t1]
+        centrality = numpy.minimum(span - t0, t1 - 1 - span)
+        better = centrality > best[t0:t1]
+        best[t0:t1][better] = centrality[better]
+        home[t0:t1][better] = w
+    return home

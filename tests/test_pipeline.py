@@ -1,0 +1,204 @@
+"""The `entangle` component with real ner / tagger / textcat listeners."""
+import subprocess
+import sys
+
+import numpy
+import pytest
+import spacy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from _pipelines import build, entangle_cfg, examples, ner_model, train
+
+
+@pytest.fixture(scope="module")
+def trained(canine_dir, bert_dir):
+    nlp = build(canine_dir, bert_dir)
+    history = train(nlp, n_steps=25)
+    return nlp, history
+
+
+def test_losses_fall_for_every_listener(trained):
+    nlp, history = trained
+    for name in ("ner", "tagger", "textcat"):
+        first = numpy.mean([h[name] for h in history[:3]])
+        last = numpy.mean([h[name] for h in history[-3:]])
+        assert last < first, (name, first, last)
+    # the encoder received gradients from the listeners
+    assert history[-1]["entangle"] > 0
+
+
+def test_listeners_and_sides(trained):
+    nlp, _ = trained
+    ent = nlp.get_pipe("entangle")
+    assert set(ent.listening_components) == {"ner", "tagger", "textcat"}
+    assert ent.model.attrs["sides"] == ("subword", "char")
+
+
+def test_every_token_gets_a_vector(trained):
+    nlp, _ = trained
+    texts = ["", "   ", "\n\n", "a", "👩‍👩‍👧‍👦", "x" * 300, "ctrl\x00\x07 chars", "𝔘𝔫𝔦 𠜎 outside BMP"]
+    for doc in nlp.pipe(texts):
+        data = doc._.entangle
+        assert len(data.align.subword_lengths) == len(doc)
+        assert (data.align.subword_lengths >= 1).all()
+        assert len(doc.cats) == 3
+
+
+def test_padding_invariance(trained):
+    nlp, _ = trained
+    ent = nlp.get_pipe("entangle")
+    short = nlp.make_doc("short tweet 😀 @you")
+    long = nlp.make_doc("a much longer tweet with many more words and characters, " * 6)
+    alone = ent.predict([short])[0]
+    batched = ent.predict([long, short.copy()])[1]
+    numpy.testing.assert_allclose(alone.subword, batched.subword, atol=1e-5)
+    numpy.testing.assert_allclose(alone.char, batched.char, atol=1e-5)
+
+
+def test_doc_longer_than_both_windows(canine_dir, bert_dir):
+    nlp = build(
+        canine_dir,
+        bert_dir,
+        components=("ner",),
+        window_getter={"@misc": "spacy-entangle.windows.v1", "max_pieces": 32, "max_chars": 64},
+    )
+    nlp.initialize(lambda: examples(nlp))
+    text = " ".join(["Emoji 😀 and tokenization in a long doc."] * 40)
+    doc = nlp(text)
+    data = doc._.entangle
+    assert len(data.align.window_rows) > 10
+    assert data.subword.shape[0] == data.align.n_subword_rows
+    assert (data.align.subword_lengths >= 1).all()
+
+
+def test_missing_upstream_is_an_error(trained):
+    nlp, _ = trained
+    with nlp.select_pipes(disable=["entangle"]):
+        with pytest.raises(ValueError, match="No output from the upstream component"):
+            nlp("Apple is nice")
+
+
+def test_serialisation_round_trip(trained, tmp_path):
+    nlp, _ = trained
+    nlp.to_disk(tmp_path / "pipe")
+    texts = ["Apple is buying a U.K. startup 😀", "so sad that Bowie died"]
+    before = list(nlp.pipe(texts))
+    nlp2 = spacy.load(tmp_path / "pipe")
+    after = list(nlp2.pipe(texts))
+    for a, b in zip(before, after):
+        numpy.testing.assert_allclose(a._.entangle.subword, b._.entangle.subword, atol=1e-5)
+        assert [t.tag_ for t in a] == [t.tag_ for t in b]
+        assert [(e.text, e.label_) for e in a.ents] == [(e.text, e.label_) for e in b.ents]
+        assert a.cats == pytest.approx(b.cats)
+    # bytes too
+    nlp3 = spacy.blank("en").from_config(nlp.config)
+    nlp3.from_bytes(nlp.to_bytes())
+    numpy.testing.assert_allclose(nlp3(texts[0])._.entangle.char, before[0]._.entangle.char, atol=1e-5)
+
+
+def test_load_in_fresh_offline_process(canine_dir, bert_dir, tmp_path):
+    """spacy.load needs neither the backbone directories nor the network."""
+    import shutil
+
+    char_copy, sub_copy = tmp_path / "char", tmp_path / "sub"
+    shutil.copytree(canine_dir, char_copy)
+    shutil.copytree(bert_dir, sub_copy)
+    nlp = build(char_copy, sub_copy, components=("ner",))
+    train(nlp, n_steps=2)
+    nlp.to_disk(tmp_path / "pipe")
+    expected = nlp("Apple in Paris")._.entangle.subword
+    shutil.rmtree(char_copy)
+    shutil.rmtree(sub_copy)
+    code = (
+        "import spacy, sys, numpy; nlp = spacy.load(sys.argv[1]); doc = nlp('Apple in Paris');"
+        "numpy.save(sys.argv[2], doc._.entangle.subword)"
+    )
+    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HOME": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "pipe"), str(tmp_path / "out.npy")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    numpy.testing.assert_allclose(numpy.load(tmp_path / "out.npy"), expected, atol=1e-6)
+
+
+def test_replace_listeners(trained, tmp_path):
+    nlp, _ = trained
+    nlp.to_disk(tmp_path / "pipe")
+    nlp2 = spacy.load(tmp_path / "pipe")
+    doc_before = nlp2("Apple is buying a U.K. startup")
+    nlp2.replace_listeners("entangle", "ner", ["model.tok2vec"])
+    assert "ner" not in nlp2.get_pipe("entangle").listening_components
+    tok2vec_cfg = nlp2.config["components"]["ner"]["model"]["tok2vec"]
+    assert tok2vec_cfg["@architectures"] == "spacy-entangle.EntangleTok2Vec.v1"
+    doc_after = nlp2("Apple is buying a U.K. startup")
+    assert [(e.text, e.label_) for e in doc_before.ents] == [(e.text, e.label_) for e in doc_after.ents]
+    # the standalone ner now survives removing entangle, and round-trips
+    nlp2.remove_pipe("tagger")
+    nlp2.remove_pipe("textcat")
+    nlp2.remove_pipe("entangle")
+    nlp2.to_disk(tmp_path / "ner_only")
+    nlp3 = spacy.load(tmp_path / "ner_only")
+    doc3 = nlp3("Apple is buying a U.K. startup")
+    assert [(e.text, e.label_) for e in doc3.ents] == [(e.text, e.label_) for e in doc_after.ents]
+
+
+def test_source_into_another_pipeline(trained, tmp_path):
+    nlp, _ = trained
+    nlp.to_disk(tmp_path / "pipe")
+    source = spacy.load(tmp_path / "pipe")
+    ref = source("Apple is buying a U.K. startup")
+    other = spacy.blank("en")
+    other.add_pipe("sentencizer")
+    other.add_pipe("entangle", source=source)
+    other.add_pipe("ner", source=source)
+    assert other.get_pipe("entangle").listening_components == ["ner"]
+    doc = other("Apple is buying a U.K. startup")
+    assert [(e.text, e.label_) for e in doc.ents] == [(e.text, e.label_) for e in ref.ents]
+    assert other.get_pipe("entangle").model.attrs["sides"] == ("subword",)
+
+
+def test_frozen_does_not_change_weights(canine_dir, bert_dir):
+    nlp = build(canine_dir, bert_dir, components=("ner",), frozen=True)
+    exs = examples(nlp)
+    sgd = nlp.initialize(lambda: exs)
+    ent = nlp.get_pipe("entangle")
+    before = {k: v.clone() for k, v in ent.model.shims[0]._model.state_dict().items()}
+    history = train(nlp, n_steps=3, sgd=sgd)
+    after = ent.model.shims[0]._model.state_dict()
+    assert all((before[k] == after[k]).all() for k in before)
+    assert history[-1]["ner"] >= 0
+
+
+def test_side_only_computes_what_is_read(canine_dir, bert_dir):
+    nlp = build(canine_dir, bert_dir, components=("ner",), side="char")
+    nlp.initialize(lambda: examples(nlp))
+    assert nlp.get_pipe("entangle").model.attrs["sides"] == ("char",)
+    doc = nlp("Apple in Paris")
+    assert doc._.entangle.subword is None and doc._.entangle.char is not None
+
+
+def test_bad_width_heads_is_a_config_error(canine_dir, bert_dir):
+    nlp = spacy.blank("en")
+    with pytest.raises(ValueError, match="divisible"):
+        nlp.add_pipe("entangle", config={"model": entangle_cfg(canine_dir, bert_dir, hidden_width=30, n_heads=4)})
+
+
+def test_bad_backbone_names_it(tmp_path, bert_dir, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entangle", config={"model": entangle_cfg(tmp_path / "nothing-here", bert_dir)})
+    with pytest.raises(ValueError, match="nothing-here"):
+        nlp.initialize()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.text(max_size=60), max_size=4))
+def test_random_unicode_through_pipe(trained, texts):
+    nlp, _ = trained
+    for doc in nlp.pipe(texts):
+        assert doc._.entangle is not None
+        assert len(doc._.entangle.align.char_lengths) == len(doc)
