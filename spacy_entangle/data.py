@@ -23,6 +23,8 @@ class EntangleData:
     subword: Optional[Floats2d]
     char: Optional[Floats2d]
     align: DocAlignment
+    # > 0: drop doc._.entangle after this many more listener reads (store_output = false)
+    readers_left: int = 0
 
     def side(self, name: str) -> Floats2d:
         value = getattr(self, name)

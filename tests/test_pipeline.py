@@ -202,3 +202,52 @@ def test_random_unicode_through_pipe(trained, texts):
     for doc in nlp.pipe(texts):
         assert doc._.entangle is not None
         assert len(doc._.entangle.align.char_lengths) == len(doc)
+
+
+def test_store_output_false_drops_it_after_the_listeners(canine_dir, bert_dir):
+    nlp = build(canine_dir, bert_dir, components=("ner", "textcat"))
+    nlp.get_pipe("entangle").cfg["store_output"] = False
+    nlp.initialize(lambda: examples(nlp))
+    doc = nlp("Apple in Paris")
+    assert doc._.entangle is None
+    assert len(doc.cats) == 3
+    nlp.get_pipe("entangle").cfg["store_output"] = True
+    assert nlp("Apple in Paris")._.entangle is not None
+
+
+def test_source_in_a_config(trained, tmp_path):
+    nlp, _ = trained
+    nlp.to_disk(tmp_path / "pipe")
+    config = spacy.util.load_config_from_str(
+        f"""
+[nlp]
+lang = "en"
+pipeline = ["entangle", "ner"]
+
+[components]
+
+[components.entangle]
+source = "{tmp_path / 'pipe'}"
+
+[components.ner]
+source = "{tmp_path / 'pipe'}"
+"""
+    )
+    other = spacy.util.load_model_from_config(config, auto_fill=True, validate=True)
+    assert other.get_pipe("entangle").listening_components == ["ner"]
+    doc = other("Apple is buying a U.K. startup")
+    assert doc._.entangle.subword is not None
+
+
+def test_every_shipped_config_passes_debug_config(capsys):
+    import glob
+    from pathlib import Path
+
+    from spacy.cli.debug_config import debug_config
+
+    root = Path(__file__).resolve().parents[1]
+    paths = sorted(glob.glob(str(root / "configs" / "*.cfg")))
+    assert len(paths) >= 6
+    for path in paths:
+        debug_config(Path(path), {"paths.train": "x", "paths.dev": "y"})
+        assert "Config is valid" in capsys.readouterr().out, path

@@ -78,6 +78,10 @@ def listener_forward(model: EntangleListener, docs: List[Doc], is_train: bool):
             )
         model.attrs["initializing"] = False
         outputs.append(data)
+        if data.readers_left > 0:
+            data.readers_left -= 1
+            if data.readers_left == 0:
+                doc._.entangle = None
     return outputs, lambda d: []
 
 

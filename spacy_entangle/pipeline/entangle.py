@@ -32,22 +32,35 @@ def install_extensions() -> None:
 
 @Language.factory(
     "entangle",
-    default_config={"model": util.load_config_from_str(DEFAULT_CONFIG)["model"], "frozen": False},
+    default_config={
+        "model": util.load_config_from_str(DEFAULT_CONFIG)["model"],
+        "frozen": False,
+        "store_output": True,
+    },
 )
-def make_entangle(nlp: Language, name: str, model: Model, frozen: bool) -> "Entangle":
+def make_entangle(nlp: Language, name: str, model: Model, frozen: bool, store_output: bool) -> "Entangle":
     """The shared character + subword encoder. frozen = true: predict under no-grad
-    and never step the optimizer (grad_factor = 0 is not freezing)."""
-    return Entangle(nlp.vocab, model, name, frozen=frozen)
+    and never step the optimizer (grad_factor = 0 is not freezing). store_output =
+    false: ``doc._.entangle`` is dropped once every listener has read it."""
+    return Entangle(nlp.vocab, model, name, frozen=frozen, store_output=store_output)
 
 
 class Entangle(TrainablePipe):
     """Stores its per-doc output in ``doc._.entangle`` and broadcasts it to listeners."""
 
-    def __init__(self, vocab: Vocab, model: Model, name: str = "entangle", *, frozen: bool = False):
+    def __init__(
+        self,
+        vocab: Vocab,
+        model: Model,
+        name: str = "entangle",
+        *,
+        frozen: bool = False,
+        store_output: bool = True,
+    ):
         self.vocab = vocab
         self.model = model
         self.name = name
-        self.cfg = {"frozen": frozen}
+        self.cfg = {"frozen": frozen, "store_output": store_output}
         self.listener_map: Dict[str, List[EntangleListener]] = {}
         install_extensions()
 
@@ -109,7 +122,9 @@ class Entangle(TrainablePipe):
         return self.model.predict(docs)
 
     def set_annotations(self, docs: Iterable[Doc], outputs: List[EntangleData]) -> None:
+        readers = 0 if self.cfg.get("store_output", True) else len(self.listeners)
         for doc, data in zip(docs, outputs):
+            data.readers_left = readers
             doc._.entangle = data
 
     # -- training ------------------------------------------------------------------------

