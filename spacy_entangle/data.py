@@ -1,8 +1,9 @@
 """What the `entangle` component stores per doc (``doc._.entangle``) and sends to listeners."""
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy
+import srsly
 from thinc.types import Floats2d
 
 from .tokenization.batch import DocAlignment
@@ -38,10 +39,10 @@ class EntangleData:
 
     def to_dict(self) -> Dict[str, Any]:
         """Plain numpy arrays (for msgpack, Doc.to_bytes, DocBin)."""
-        from thinc.api import get_array_ops
+        from thinc.api import to_numpy
 
         def np(x):
-            return None if x is None else get_array_ops(x).to_numpy(x)
+            return None if x is None else to_numpy(x)
 
         a = self.align
         return {
@@ -65,3 +66,18 @@ class EntangleData:
         for key in ("subword_lengths", "subword_rows", "char_lengths", "char_rows"):
             a[key] = numpy.asarray(a[key], dtype="int32")
         return cls(subword=msg["subword"], char=msg["char"], align=DocAlignment(**a))
+
+
+@srsly.msgpack_encoders("spacy_entangle_data")
+def serialize_entangle_data(obj: Any, chain: Optional[Callable] = None) -> Any:
+    """Doc.to_bytes / DocBin(store_user_data=True) keep doc._.entangle."""
+    if isinstance(obj, EntangleData):
+        return {"__spacy_entangle_data__": obj.to_dict()}
+    return obj if chain is None else chain(obj)
+
+
+@srsly.msgpack_decoders("spacy_entangle_data")
+def deserialize_entangle_data(obj: Any, chain: Optional[Callable] = None) -> Any:
+    if isinstance(obj, dict) and "__spacy_entangle_data__" in obj:
+        return EntangleData.from_dict(obj["__spacy_entangle_data__"])
+    return obj if chain is None else chain(obj)

@@ -22,9 +22,14 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 @pytest.fixture(scope="session")
 def canine_dir(tmp_path_factory) -> Path:
-    """1-layer, 32-wide random CANINE with a 16-char local attention block."""
+    """1-layer, 32-wide random CANINE with a 16-char local attention block.
+
+    hash_buckets must be >= max_chars: transformers sizes CANINE's character
+    position table by num_hash_buckets, so 512 buckets would crash on windows
+    longer than 512 characters (make_random_canine refuses that)."""
     return make_random_canine(
-        tmp_path_factory.mktemp("canine"), layers=1, width=32, heads=2, local_stride=16, hash_buckets=512
+        tmp_path_factory.mktemp("canine"),
+        layers=1, width=32, heads=2, local_stride=16, hash_buckets=2048, max_chars=2048,
     )
 
 
@@ -48,6 +53,7 @@ def minilm_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
+    """The datasets checkout beside the repository (../shared/data)."""
     path = Path(__file__).resolve().parents[2] / "shared" / "data"
     if not path.exists():
         pytest.skip(f"datasets not found at {path} (../shared/data beside the checkout)")
@@ -56,4 +62,7 @@ def shared_data() -> Path:
 
 @pytest.fixture(scope="session")
 def wnut17_dir(shared_data) -> Path:
-    return shared_data / "wnut17"
+    path = shared_data / "wnut17"
+    if not path.is_dir():
+        pytest.skip(f"WNUT-17 not found at {path}")
+    return path

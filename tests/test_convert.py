@@ -183,6 +183,7 @@ def test_adjacent_entities_and_vocab(tmp_path):
         ("a\tO\nb\tB-\n", 2, "invalid tag 'B-'"),
         ("a\tO\n\tO\n", 2, "empty token"),
         ("a O\nb\n", 2, "no tag column"),
+        ("a\tO\nb\tI-group\nc\n", 2, "cannot follow 'O'"),  # the first problem is named
     ],
 )
 def test_malformed_names_file_and_line(tmp_path, text, line, fragment):

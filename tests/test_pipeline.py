@@ -249,5 +249,30 @@ def test_every_shipped_config_passes_debug_config(capsys):
     paths = sorted(glob.glob(str(root / "configs" / "*.cfg")))
     assert len(paths) >= 6
     for path in paths:
-        debug_config(Path(path), {"paths.train": "x", "paths.dev": "y"})
+        debug_config(Path(path), overrides={"paths.train": "x", "paths.dev": "y"})
         assert "Config is valid" in capsys.readouterr().out, path
+
+
+def test_doc_to_bytes_keeps_the_output(trained):
+    from spacy.tokens import Doc, DocBin
+
+    nlp, _ = trained
+    doc = nlp("Apple in Paris 😀")
+    doc2 = Doc(nlp.vocab).from_bytes(doc.to_bytes())
+    numpy.testing.assert_array_equal(doc2._.entangle.subword, doc._.entangle.subword)
+    numpy.testing.assert_array_equal(doc2._.entangle.align.char_rows, doc._.entangle.align.char_rows)
+    db = DocBin(store_user_data=True, docs=[doc])
+    (back,) = DocBin().from_bytes(db.to_bytes()).get_docs(nlp.vocab)
+    numpy.testing.assert_array_equal(back._.entangle.char, doc._.entangle.char)
+
+
+def test_long_doc_with_default_windows(trained):
+    """Default windows follow the encoders' own limits (here the tiny CANINE's 512
+    positions): a 3000-character doc is windowed, not truncated, and does not crash."""
+    nlp, _ = trained
+    text = "Emoji 😀 and #hashtags in a long noisy doc by @someone. " * 55
+    doc = nlp(text)
+    data = doc._.entangle
+    assert len(data.align.window_rows) >= 2
+    assert (data.align.char_lengths >= 1).all() and len(data.align.char_lengths) == len(doc)
+    assert len(doc.cats) == 3

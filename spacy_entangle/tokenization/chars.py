@@ -42,6 +42,8 @@ class CharSpec:
                 "`python -m spacy_entangle init-backbone canine`."
             )
         limit = int(getattr(config, "max_position_embeddings", max_length))
+        # transformers' CANINE sizes its character position table by num_hash_buckets
+        limit = min(limit, int(getattr(config, "num_hash_buckets", limit)))
         return cls(
             cls_id=CANINE_CLS,
             sep_id=CANINE_SEP,

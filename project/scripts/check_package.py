@@ -1,0 +1,69 @@
+"""Smoke-test an installed pipeline package in a fresh process.
+
+    python scripts/check_package.py en_entangle_wnut [--output packages/installed.json]
+
+Loads the package by name with spacy.load from a temporary working directory (so nothing
+in the project folder is picked up), checks that the requirements in its meta are
+installed, tags a sample tweet and prints the entities. Exits 1 on any failure.
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+SAMPLE = "Empire State Building = ESB . Pretty bad storm here last evening with @paulwalk in New York"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("name")
+    p.add_argument("--output", type=Path, default=None)
+    args = p.parse_args(argv)
+    output = args.output.resolve() if args.output else None
+    from importlib.metadata import PackageNotFoundError, version
+
+    import spacy
+    from packaging.requirements import Requirement
+
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        nlp = spacy.load(args.name)
+    problems = []
+    for req in nlp.meta.get("requirements", []):
+        r = Requirement(req)
+        try:
+            have = version(r.name)
+        except PackageNotFoundError:
+            problems.append(f"{req}: not installed")
+            continue
+        if r.specifier and not r.specifier.contains(have, prereleases=True):
+            problems.append(f"{req}: installed {have}")
+    doc = nlp(SAMPLE)
+    ents = [(e.text, e.label_) for e in doc.ents]
+    pkg = sys.modules.get(args.name)
+    location = getattr(pkg, "__file__", None)
+    print(f"✔ spacy.load({args.name!r}) {nlp.meta.get('version')}: pipeline {nlp.pipe_names}, "
+          f"labels {list(nlp.get_pipe('ner').labels) if 'ner' in nlp.pipe_names else []}")
+    print(f"  requirements: {nlp.meta.get('requirements')}")
+    print(f"  {SAMPLE!r} -> {ents}")
+    if problems:
+        print("✘ unmet requirements: " + "; ".join(problems), file=sys.stderr)
+        return 1
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps({
+            "name": args.name,
+            "version": nlp.meta.get("version"),
+            "location": location,
+            "pipeline": nlp.pipe_names,
+            "requirements": nlp.meta.get("requirements"),
+            "sample": SAMPLE,
+            "entities": ents,
+        }, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

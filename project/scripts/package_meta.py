@@ -1,0 +1,53 @@
+"""Write the meta.json that `spacy package --meta-path` uses for en_entangle_wnut.
+
+    python scripts/package_meta.py BASE_META.json OUT.json [--metrics metrics/entangle_dev.json]
+
+BASE_META.json holds the hand-written fields (description, licence, sources). Added here:
+  requirements  spacy-entangle with the installed version's minor range (spaCy also
+                detects it from the `entangle` factory; naming it here keeps the requirement
+                when the plugin is not installed as a distribution, e.g. run from a checkout)
+  performance   the `spacy evaluate` scores (replaces the training loop's dev scores in
+                model-best/meta.json, which spaCy would otherwise copy)
+Everything else (lang, pipeline, labels, spacy_version) still comes from the model's meta.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def plugin_requirement() -> str:
+    try:
+        from importlib.metadata import version
+
+        v = version("spacy-entangle")
+    except Exception:
+        import spacy_entangle
+
+        v = spacy_entangle.__version__
+    major, minor = v.split(".")[:2]
+    return f"spacy-entangle>={v},<{major}.{int(minor) + 1}.0"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("base", type=Path)
+    p.add_argument("output", type=Path)
+    p.add_argument("--metrics", type=Path, default=None)
+    args = p.parse_args(argv)
+    meta = json.loads(args.base.read_text(encoding="utf-8"))
+    reqs = [r for r in meta.get("requirements", []) if not r.startswith("spacy-entangle")]
+    meta["requirements"] = [plugin_requirement()] + reqs
+    if args.metrics is not None:
+        scores = json.loads(args.metrics.read_text(encoding="utf-8"))
+        meta["performance"] = {
+            k: v for k, v in scores.items() if k.startswith(("ents_", "token_")) or k == "speed"
+        }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    print(f"✔ {args.output}: requirements {meta['requirements']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
