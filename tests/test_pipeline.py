@@ -276,3 +276,39 @@ def test_long_doc_with_default_windows(trained):
     assert len(data.align.window_rows) >= 2
     assert (data.align.char_lengths >= 1).all() and len(data.align.char_lengths) == len(doc)
     assert len(doc.cats) == 3
+
+
+def test_more_stock_components_listen(canine_dir, bert_dir):
+    """textcat_multilabel (TextCatCls.v1, sigmoid), spancat and morphologizer on
+    listeners, unchanged stock components: they train and predict."""
+    from spacy.training import Example
+
+    from _pipelines import listener
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entangle", config={"model": entangle_cfg(canine_dir, bert_dir, n_coattention=1)})
+    nlp.add_pipe("textcat_multilabel", config={"model": {
+        "@architectures": "spacy-entangle.TextCatCls.v1", "side": "char", "exclusive_classes": False}})
+    nlp.add_pipe("spancat", config={"spans_key": "sc", "model": {
+        "@architectures": "spacy.SpanCategorizer.v1", "tok2vec": listener("both"),
+        "reducer": {"@layers": "spacy.mean_max_reducer.v1", "hidden_size": 16},
+        "scorer": {"@layers": "spacy.LinearLogistic.v1"}}})
+    nlp.add_pipe("morphologizer", config={"model": {"@architectures": "spacy.Tagger.v2", "tok2vec": listener("char")}})
+    data = [
+        ("Bowie sings in Paris", {"a": 1.0, "b": 1.0}, [(0, 5, "PER"), (15, 20, "LOC")]),
+        ("so sad 😢 today", {"a": 0.0, "b": 1.0}, [(7, 8, "EMO")]),
+    ]
+    exs = []
+    for text, cats, spans in data:
+        doc = nlp.make_doc(text)
+        morphs = ["Number=Sing" if t.text[:1].isupper() else "_" for t in doc]
+        pos = ["PROPN" if t.text[:1].isupper() else "X" for t in doc]
+        exs.append(Example.from_dict(doc, {"cats": cats, "spans": {"sc": spans}, "morphs": morphs, "pos": pos}))
+    sgd = nlp.initialize(lambda: exs)
+    assert set(nlp.get_pipe("entangle").listening_components) == {"textcat_multilabel", "spancat", "morphologizer"}
+    history = [nlp.update(exs, sgd=sgd, drop=0.0) for _ in range(15)]
+    for name in ("textcat_multilabel", "spancat", "morphologizer"):
+        assert history[-1][name] < history[0][name], name
+    doc = nlp("Bowie sings in Paris")
+    assert set(doc.cats) == {"a", "b"} and abs(sum(doc.cats.values()) - 1.0) > 1e-3  # independent sigmoids
+    assert all(t.morph is not None for t in doc) and "sc" in doc.spans

@@ -244,6 +244,38 @@ def test_compare_table_and_chart(tmp_path):
     assert r.returncode != 0 and "no dev metrics" in r.stderr
 
 
+def test_compare_noisy_columns(tmp_path):
+    m = tmp_path / "metrics"
+    m.mkdir()
+    srsly.write_json(m / "entangle_dev.json", _scores(0.5, 0.6, 0.43, {"person": 0.7}))
+    srsly.write_json(m / "entangle_dev_noise0.5.json", _scores(0.4, 0.5, 0.33, {"person": 0.6}))
+    srsly.write_json(m / "entangle_dev_noise0.1.json", _scores(0.48, 0.5, 0.4, {"person": 0.6}))
+    srsly.write_json(m / "baseline_dev.json", _scores(0.45, 0.5, 0.4, {"person": 0.6}))
+    srsly.write_json(m / "baseline_dev_noise0.5.json", _scores(0.25, 0.3, 0.2, {"person": 0.3}))
+    r = subprocess.run([sys.executable, PROJECT / "scripts" / "compare.py", "--metrics-dir", m],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = [line for line in (m / "compare.md").read_text().splitlines() if line.startswith("|")]
+    assert lines[0] == ("| model | F1 | P | R | person F1 | noisy F1 @0.1 | drop @0.1 | noisy F1 @0.5 | "
+                        "drop @0.5 | train time | words/s |")
+    assert lines[2] == "| entangle-subword | 50.0 | 60.0 | 43.0 | 70.0 | 48.0 | 2.0 | 40.0 | 10.0 | – | – |"
+    assert lines[3] == "| baseline | 45.0 | 50.0 | 40.0 | 60.0 | – | – | 25.0 | 20.0 | – | – |"
+    assert (m / "compare.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@needs_wnut
+def test_dry_run_of_robustness(tmp_path):
+    project = _copy_project(tmp_path)
+    _, out = weasel(project, "robustness", {"wnut17_dir": str(WNUT)}, dry=True)
+    for part in [
+        "perturb corpus/dev.spacy corpus/dev_noise0.5.spacy --rate 0.5 --seed 0",
+        "scripts/evaluate_noisy.py corpus/dev_noise0.1.spacy",
+        "--model baseline=training/baseline/model-best",
+        "scripts/compare.py",
+    ]:
+        assert part in out, part
+
+
 def test_speed_side_by_side(tmp_path):
     docs = []
     nlp = spacy.blank("en")

@@ -7,6 +7,8 @@ Each row NAME=PREFIX reads, from the metrics folder:
   PREFIX_dev.json         `spacy evaluate` output on dev (ents_p/r/f, ents_per_type)  - required
   PREFIX_test.json        the same on test, when the test split was there             - optional
   train_time_PREFIX.json  written by scripts/timed.py around `spacy train`            - optional
+  PREFIX_dev_noiseRATE.json  dev perturbed at that noise rate (scripts/evaluate_noisy.py) - optional:
+                          adds "noisy F1 @RATE" and "drop @RATE" (clean minus noisy) columns
 and its inference speed from speed.json (keyed by NAME, written by scripts/speed.py).
 Rows whose dev metrics are missing are left out with a note (e.g. entangle-char when that
 variant was not trained). Default rows: entangle-subword=entangle, entangle-char=entangle_char,
@@ -68,11 +70,16 @@ def load_rows(metrics_dir: Path, row_specs: List[str], speed: Optional[dict]) ->
         test = read_json(metrics_dir / f"{prefix}_test.json")
         timing = read_json(metrics_dir / f"train_time_{prefix}.json")
         speed_row = (speed or {}).get("models", {}).get(name)
+        noisy = {}
+        for path in metrics_dir.glob(f"{prefix}_dev_noise*.json"):
+            rate = path.name[len(f"{prefix}_dev_noise") : -len(".json")]
+            noisy[rate] = read_json(path)
         rows.append(
             {
                 "name": name,
                 "dev": dev,
                 "test": test,
+                "noisy": noisy,
                 "train_seconds": None if timing is None else timing.get("seconds"),
                 "words_per_second": None if speed_row is None else speed_row.get("words_per_second"),
             }
@@ -87,9 +94,16 @@ def entity_types(rows: List[Dict]) -> List[str]:
     return sorted(types)
 
 
+def noise_rates(rows: List[Dict]) -> List[str]:
+    return sorted({rate for row in rows for rate in row["noisy"]}, key=float)
+
+
 def make_table(rows: List[Dict], types: List[str], speed: Optional[dict]) -> str:
     has_test = any(row["test"] is not None for row in rows)
+    rates = noise_rates(rows)
     header = ["model", "F1", "P", "R"] + [f"{t} F1" for t in types]
+    for rate in rates:
+        header += [f"noisy F1 @{rate}", f"drop @{rate}"]
     if has_test:
         header.append("test F1")
     header += ["train time", "words/s"]
@@ -102,6 +116,10 @@ def make_table(rows: List[Dict], types: List[str], speed: Optional[dict]) -> str
         per_type = dev.get("ents_per_type") or {}
         cells = [row["name"], pct(dev.get("ents_f")), pct(dev.get("ents_p")), pct(dev.get("ents_r"))]
         cells += [pct((per_type.get(t) or {}).get("f")) for t in types]
+        for rate in rates:
+            noisy = (row["noisy"].get(rate) or {}).get("ents_f")
+            drop = None if noisy is None else float(dev.get("ents_f") or 0.0) - float(noisy)
+            cells += [pct(noisy), pct(drop)]
         if has_test:
             cells.append(pct(row["test"].get("ents_f")) if row["test"] else "–")
         wps = row["words_per_second"]
@@ -114,6 +132,12 @@ def make_table(rows: List[Dict], types: List[str], speed: Optional[dict]) -> str
         notes.append(
             f"words/s: nlp.pipe over {speed.get('words', '?')} dev words on {speed.get('device', '?')}, "
             f"batch size {speed.get('batch_size', '?')}, all models timed side by side in one process."
+        )
+    if rates:
+        notes.append(
+            "noisy F1 @R: dev with character noise (CharBERT attacks: drop/add/swap/keyboard) on each "
+            "word of 4+ characters with probability R (`python -m spacy_entangle perturb`); "
+            "drop: clean F1 minus noisy F1, in points."
         )
     notes.append("train time: wall clock of `spacy train` (including its dev evaluations).")
     return "\n".join(lines + notes) + "\n"
@@ -129,7 +153,21 @@ def make_plot(rows: List[Dict], types: List[str], path: Path) -> None:
     groups = ["overall"] + types
     width = 0.8 / max(len(rows), 1)
     x = numpy.arange(len(groups))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(groups)), 4.0))
+    rates = noise_rates(rows)
+    if rates:
+        fig, (ax, ax_noise) = plt.subplots(
+            1, 2, figsize=(max(6.0, 1.3 * len(groups)) + 4.5, 4.0), gridspec_kw={"width_ratios": [len(groups), 4]}
+        )
+        for row in rows:
+            points = [(0.0, row["dev"].get("ents_f") or 0.0)]
+            points += [(float(r), m.get("ents_f") or 0.0) for r, m in sorted(row["noisy"].items(), key=lambda i: float(i[0]))]
+            ax_noise.plot([p[0] for p in points], [100 * p[1] for p in points], marker="o", label=row["name"])
+        ax_noise.set_xlabel("noise rate (words of 4+ chars attacked)")
+        ax_noise.set_ylabel("F1 (%)")
+        ax_noise.set_title("WNUT-17 dev under character noise")
+        ax_noise.legend()
+    else:
+        fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(groups)), 4.0))
     for i, row in enumerate(rows):
         per_type = row["dev"].get("ents_per_type") or {}
         values = [row["dev"].get("ents_f") or 0.0]
