@@ -14,6 +14,8 @@ import re
 import sys
 from pathlib import Path
 
+from _models import load_models
+
 NOISE = re.compile(r"_noise([0-9.]+)\.spacy$")
 
 
@@ -39,14 +41,7 @@ def main(argv=None) -> int:
             sys.exit(f"evaluate_noisy.py: {path}: expected an existing file named *_noiseRATE.spacy")
         rates[path] = match.group(1)
     args.metrics_dir.mkdir(parents=True, exist_ok=True)
-    for spec in args.model:
-        prefix, sep, model_dir = spec.partition("=")
-        if not sep or not prefix or not model_dir:
-            sys.exit(f"evaluate_noisy.py: expected --model PREFIX=MODEL_DIR, got {spec!r}")
-        if not Path(model_dir).exists():
-            print(f"ℹ {prefix}: no {model_dir}, skipped")
-            continue
-        nlp = spacy.load(model_dir)
+    for prefix, _, nlp in load_models(args.model, "evaluate_noisy.py"):
         for path, rate in rates.items():
             docs = DocBin().from_disk(path).get_docs(nlp.vocab)
             examples = [Example(nlp.make_doc(doc.text), doc) for doc in docs]

@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from _models import load_models
+
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -36,15 +38,7 @@ def main(argv=None):
 
     if args.gpu_id >= 0:
         spacy.require_gpu(args.gpu_id)
-    models = []
-    for spec in args.models:
-        name, sep, path = spec.partition("=")
-        if not sep or not name or not path:
-            sys.exit(f"speed.py: expected NAME=MODEL_DIR, got {spec!r}")
-        if not Path(path).exists():
-            print(f"ℹ {name}: no {path}, skipped")
-            continue
-        models.append((name, path, spacy.load(path)))
+    models = list(load_models(args.models, "speed.py"))
     if not models:
         sys.exit("speed.py: none of the models exists")
     gold = list(DocBin().from_disk(args.corpus).get_docs(models[0][2].vocab))
