@@ -3,11 +3,12 @@ from typing import List, Optional
 
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import Linear, Logistic, Model, Ragged, Softmax, chain, reduce_first
+from thinc.api import Linear, Logistic, Model, Ragged, Softmax, chain, reduce_first, with_array
 from thinc.types import Floats2d
 
 from .data import EntangleData
 from .layers import EntangleListener, EntangleModel, entangle_first_state, entangle_pool
+from .layers.char_states import entangle_char_states
 from .layers.listener import side_names
 from .layers.tanh import Tanh
 from .tokenization.windows import WindowGetter
@@ -134,4 +135,21 @@ def TextCatCls_v1(
     model.set_ref("listener", listener)
     model.set_ref("output_layer", output)
     model.attrs["multi_label"] = not exclusive_classes
+    return model
+
+
+@registry.architectures("spacy-entangle.CharTagger.v1")
+def CharTagger_v1(
+    upstream: str = "*",
+    side: str = "char",
+    nO: Optional[int] = None,
+) -> Model[List[Doc], List[Floats2d]]:
+    """Character-level labelling: one row per character of doc.text from the upstream
+    `entangle` component (side = char | subword | both; the subword side is
+    token-level), then a softmax over the labels: (len(doc.text), nO) per doc."""
+    states = entangle_char_states(upstream, side)
+    output = Softmax(nO=nO)
+    model = chain(states, with_array(output))
+    model.set_ref("listener", states.get_ref("listener"))
+    model.set_ref("output_layer", output)
     return model

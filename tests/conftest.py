@@ -17,7 +17,9 @@ from spacy_entangle.cli.init_backbone import (  # noqa: E402
     make_random_subword,
 )
 
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# OMP_NUM_THREADS=1 means one thread: two torch threads on a busy machine spin-wait
+# on each other (a 60x slow-down measured with two trainings running on 2 cores)
+torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 0) or max(1, min(2, os.cpu_count() or 1)))
 
 
 @pytest.fixture(scope="session")

@@ -1,28 +1,31 @@
-"""Check or fetch the WNUT-17 assets into a folder (the project's `data` command).
+"""Check or fetch a project's assets into a folder (the `data` command).
 
-    python scripts/data.py WNUT17_DIR
+    python scripts/data.py FOLDER [--var wnut17_dir] [--files train.conll dev.conll] [--workflow all]
 
-Runs `weasel assets` with vars.wnut17_dir = WNUT17_DIR: files already there with the md5
-that project.yml records are kept as they are (a local copy needs no network); missing or
+Runs `weasel assets` with vars.VAR = FOLDER: files already there with the md5 that
+project.yml records are kept as they are (a local copy needs no network); missing or
 different files are downloaded from the public URLs. On failure, says how to use a local copy.
 """
+import argparse
 import subprocess
 import sys
 from pathlib import Path
 
 
-def main(argv):
-    if len(argv) != 1:
-        sys.exit("usage: data.py WNUT17_DIR")
-    folder = argv[0]
-    cmd = [sys.executable, "-m", "weasel", "assets", ".", "--vars.wnut17_dir", folder]
-    rc = subprocess.run(cmd).returncode
-    missing = [name for name in ("train.conll", "dev.conll") if not (Path(folder) / name).is_file()]
+def main(argv) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("folder")
+    p.add_argument("--var", default="wnut17_dir", help="the project variable that names the folder")
+    p.add_argument("--files", nargs="+", default=["train.conll", "dev.conll"], help="files that must be there")
+    p.add_argument("--workflow", default="all", help="workflow named in the hint")
+    args = p.parse_args(argv)
+    rc = subprocess.run([sys.executable, "-m", "weasel", "assets", ".", f"--vars.{args.var}", args.folder]).returncode
+    missing = [name for name in args.files if not (Path(args.folder) / name).is_file()]
     if rc != 0 or missing:
         print(
-            f"✘ WNUT-17 train/dev are not in {folder} (download failed or checksum mismatch).\n"
-            "  Without internet, point the project at a local copy holding train.conll and\n"
-            "  dev.conll, e.g. `python -m weasel run all . --vars.wnut17_dir ../../shared/data/wnut17`.",
+            f"✘ {', '.join(missing or args.files)} not in {args.folder} (download failed or checksum mismatch).\n"
+            f"  Without internet, point the project at a local copy holding {', '.join(args.files)}, e.g.\n"
+            f"  `python -m weasel run {args.workflow} . --vars.{args.var} PATH/TO/LOCAL/COPY`.",
             file=sys.stderr,
         )
         return rc or 1

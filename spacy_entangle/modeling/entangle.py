@@ -67,12 +67,19 @@ class EntangleEncoder(nn.Module):
         need_subword: bool = True,
         need_char: bool = True,
     ) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor]]:
-        """ids/masks: (B, L) with mask 1 = real. Returns (B, Ls, W), (B, Lc, W) or None."""
-        hs = self.sub_proj(self.subword_encoder(input_ids=sub_ids, attention_mask=sub_mask).last_hidden_state)
-        hc = self.char_proj(self.char_encoder(input_ids=char_ids, attention_mask=char_mask).last_hidden_state)
+        """ids/masks: (B, L) with mask 1 = real. Returns (B, Ls, W), (B, Lc, W) or None.
+
+        With n_coattention = 0 the sides do not meet: an encoder whose side is not
+        needed is not run at all (n_coattention = 0 + char-only listeners is the
+        char-only baseline: CANINE alone, no subword encoder, no co-attention)."""
+        m = self.n_coattention
+        hs = hc = None
+        if need_subword or m > 0:
+            hs = self.sub_proj(self.subword_encoder(input_ids=sub_ids, attention_mask=sub_mask).last_hidden_state)
+        if need_char or m > 0:
+            hc = self.char_proj(self.char_encoder(input_ids=char_ids, attention_mask=char_mask).last_hidden_state)
         sub_pad = sub_mask == 0
         char_pad = char_mask == 0
-        m = self.n_coattention
         for i, (sub_layer, char_layer) in enumerate(zip(self.sub_layers, self.char_layers)):
             last = i == m - 1
             new_s = sub_layer(hs, sub_pad, hc, char_pad) if (need_subword or not last) else None

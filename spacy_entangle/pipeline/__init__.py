@@ -1,4 +1,6 @@
-"""spaCy components: `entangle` (the shared encoder with listeners)."""
+"""spaCy components: `entangle` (the shared encoder with listeners) and
+`char_tagger` (one label per character)."""
 from .entangle import Entangle, make_entangle
+from .char_tagger import CharTagger, make_char_tagger, score_char_tags
 
-__all__ = ["Entangle", "make_entangle"]
+__all__ = ["Entangle", "make_entangle", "CharTagger", "make_char_tagger", "score_char_tags"]
