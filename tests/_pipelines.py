@@ -1,6 +1,6 @@
 """Small pipelines on the tiny offline backbones, shared by the pipeline tests."""
 import random
-from typing import List, Optional
+from typing import List
 
 import spacy
 from spacy.language import Language

@@ -8,7 +8,7 @@ import spacy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _pipelines import build, entangle_cfg, examples, ner_model, train
+from _pipelines import build, entangle_cfg, examples, train
 
 
 @pytest.fixture(scope="module")

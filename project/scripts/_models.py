@@ -1,10 +1,13 @@
 """Shared by the project's scripts: NAME=MODEL_DIR arguments, loaded once each."""
 import sys
 from pathlib import Path
-from typing import Iterable, Iterator, Tuple
+from typing import TYPE_CHECKING, Iterable, Iterator, Tuple
+
+if TYPE_CHECKING:
+    from spacy.language import Language
 
 
-def load_models(specs: Iterable[str], script: str) -> Iterator[Tuple[str, str, "spacy.Language"]]:
+def load_models(specs: Iterable[str], script: str) -> Iterator[Tuple[str, str, "Language"]]:
     """Yield (name, model_dir, nlp) per ``NAME=MODEL_DIR``; a directory that does not exist
     (a variant that was not trained) is skipped with a note, a malformed spec exits."""
     import spacy

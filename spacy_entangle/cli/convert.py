@@ -198,12 +198,11 @@ def conll_to_docs(
     return docs
 
 
-def write_docbin_atomic(docs: List[Doc], output: Union[str, Path], *, store_user_data: bool = False) -> None:
-    """Write docs as a DocBin: a temp file in the output's folder, then os.replace (no
-    half-written output on failure). store_user_data: keep doc.user_data (doc._.*)."""
+def write_bytes_atomic(data: bytes, output: Union[str, Path]) -> None:
+    """Write a file via a temp file in the output's folder, then os.replace (no
+    half-written output on failure)."""
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    data = DocBin(docs=docs, store_user_data=store_user_data).to_bytes()
     # a fresh name in the same folder (so os.replace is atomic), created with the usual umask
     tmp = output.parent / f".{output.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
     try:
@@ -216,6 +215,11 @@ def write_docbin_atomic(docs: List[Doc], output: Union[str, Path], *, store_user
         except OSError:
             pass
         raise
+
+
+def write_docbin_atomic(docs: List[Doc], output: Union[str, Path], *, store_user_data: bool = False) -> None:
+    """Write docs as a DocBin, atomically. store_user_data: keep doc.user_data (doc._.*)."""
+    write_bytes_atomic(DocBin(docs=docs, store_user_data=store_user_data).to_bytes(), output)
 
 
 def convert(

@@ -38,8 +38,6 @@ The ids of each split are written to OUT_DIR/splits.json.
 import difflib
 import hashlib
 import json
-import os
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +48,7 @@ from spacy.tokens import Doc
 
 from ..pipeline.char_tagger import install_extensions
 from ._app import app
-from .convert import ConllFormatError, _get_vocab, write_docbin_atomic
+from .convert import ConllFormatError, _get_vocab, write_bytes_atomic, write_docbin_atomic
 
 MIXED = "MIXED"
 UNSURE = "?"
@@ -329,20 +327,6 @@ def split_posts(posts: Sequence[Post], dev_frac: float, test_frac: float, seed: 
 # -- the command ----------------------------------------------------------------------------------
 
 
-def _write_text_atomic(text: str, output: Path) -> None:
-    tmp = output.parent / f".{output.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-    try:
-        with open(tmp, "x", encoding="utf8") as f:
-            f.write(text)
-        os.replace(tmp, output)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def convert_codeswitch(
     input_path: Union[str, Path],
     output_dir: Union[str, Path],
@@ -380,7 +364,7 @@ def convert_codeswitch(
         **{name: [p.post_id for p in splits[name]] for name in SPLITS},
     }
     body = ",\n".join(f" {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in meta.items())
-    _write_text_atomic("{\n" + body + "\n}\n", output_dir / "splits.json")
+    write_bytes_atomic(("{\n" + body + "\n}\n").encode("utf8"), output_dir / "splits.json")
     return stats
 
 

@@ -152,7 +152,6 @@ class Entangle(TrainablePipe):
         set_dropout_rate(self.model, drop)
         outputs, bp_outputs = self.model.begin_update(docs)
         d_outputs: List[Optional[EntangleData]] = [None] * len(outputs)
-        ops = self.model.ops
 
         def accumulate_gradient(grads: List[EntangleData]) -> List[Doc]:
             for i, g in enumerate(grads):
