@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import List, Optional, Tuple, Union
+from typing import Iterator, List, Optional, Tuple, Type, Union
 
 import typer
 from spacy.tokens import Doc, DocBin
@@ -76,6 +76,24 @@ def _split_fields(line: str, sep: str) -> List[str]:
     return line.split()
 
 
+def read_lines(path: Path, error: Type[ConllFormatError] = ConllFormatError) -> Iterator[Tuple[int, str]]:
+    """(1-based line number, line without its line end) of a UTF-8 text file, a leading BOM
+    dropped; a missing file or bad bytes raise ``error`` naming the file (and line)."""
+    if not path.exists():
+        raise error(path, None, "file not found")
+    if not path.is_file():
+        raise error(path, None, "not a file")
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise error(path, lineno, f"not valid UTF-8 ({e.reason})") from None
+            if lineno == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+            yield lineno, line.rstrip("\r\n")
+
+
 def read_conll(
     path: Union[str, Path], sep: Union[str, Sep] = "auto", *, repair_iob: bool = False
 ) -> Tuple[List[Sentence], str, int]:
@@ -90,57 +108,45 @@ def read_conll(
     """
     path = Path(path)
     sep = Sep(sep).value
-    if not path.exists():
-        raise ConllFormatError(path, None, "file not found")
-    if not path.is_file():
-        raise ConllFormatError(path, None, "not a file")
     sentences: List[Sentence] = []
     current = Sentence()
     repaired = 0
-    with path.open("rb") as f:
-        for lineno, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise ConllFormatError(path, lineno, f"not valid UTF-8 ({e.reason})") from None
-            if lineno == 1 and line.startswith("\ufeff"):
-                line = line[1:]
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                if current.words:
-                    sentences.append(current)
-                    current = Sentence()
-                continue
-            if sep == "auto":
-                sep = "tab" if "\t" in line else "space"
-            fields = _split_fields(line, sep)
-            if len(fields) < 2 or not fields[-1].strip():
-                expected = "TOKEN<TAB>TAG" if sep == "tab" else "TOKEN TAG"
+    for lineno, line in read_lines(path):
+        if not line.strip():
+            if current.words:
+                sentences.append(current)
+                current = Sentence()
+            continue
+        if sep == "auto":
+            sep = "tab" if "\t" in line else "space"
+        fields = _split_fields(line, sep)
+        if len(fields) < 2 or not fields[-1].strip():
+            expected = "TOKEN<TAB>TAG" if sep == "tab" else "TOKEN TAG"
+            raise ConllFormatError(
+                path, lineno, f"no tag column (expected {expected}), got {line!r}"
+            )
+        word, tag = fields[0], fields[-1].strip()
+        if word == "":
+            raise ConllFormatError(path, lineno, f"empty token in {line!r}")
+        if not TAG_RE.match(tag):
+            raise ConllFormatError(
+                path, lineno, f"invalid tag {tag!r} (expected O, B-LABEL or I-LABEL)"
+            )
+        prev = current.tags[-1] if current.tags else "O"
+        if tag.startswith("I-") and prev[2:] != tag[2:]:
+            if not repair_iob:
+                after = repr(prev) if current.tags else "the start of the sentence"
                 raise ConllFormatError(
-                    path, lineno, f"no tag column (expected {expected}), got {line!r}"
+                    path,
+                    lineno,
+                    f"tag {tag!r} cannot follow {after} (an I- tag must continue B-/I- of "
+                    f"the same label; pass --repair-iob to read it as B-{tag[2:]})",
                 )
-            word, tag = fields[0], fields[-1].strip()
-            if word == "":
-                raise ConllFormatError(path, lineno, f"empty token in {line!r}")
-            if not TAG_RE.match(tag):
-                raise ConllFormatError(
-                    path, lineno, f"invalid tag {tag!r} (expected O, B-LABEL or I-LABEL)"
-                )
-            prev = current.tags[-1] if current.tags else "O"
-            if tag.startswith("I-") and prev[2:] != tag[2:]:
-                if not repair_iob:
-                    after = repr(prev) if current.tags else "the start of the sentence"
-                    raise ConllFormatError(
-                        path,
-                        lineno,
-                        f"tag {tag!r} cannot follow {after} (an I- tag must continue B-/I- of "
-                        f"the same label; pass --repair-iob to read it as B-{tag[2:]})",
-                    )
-                tag = "B-" + tag[2:]
-                repaired += 1
-            current.words.append(word)
-            current.tags.append(tag)
-            current.lines.append(lineno)
+            tag = "B-" + tag[2:]
+            repaired += 1
+        current.words.append(word)
+        current.tags.append(tag)
+        current.lines.append(lineno)
     if current.words:
         sentences.append(current)
     return sentences, ("tab" if sep == "auto" else sep), repaired

@@ -48,7 +48,7 @@ from spacy.tokens import Doc
 
 from ..pipeline.char_tagger import install_extensions
 from ._app import app
-from .convert import ConllFormatError, _get_vocab, write_bytes_atomic, write_docbin_atomic
+from .convert import ConllFormatError, _get_vocab, read_lines, write_bytes_atomic, write_docbin_atomic
 
 MIXED = "MIXED"
 UNSURE = "?"
@@ -130,60 +130,48 @@ def read_codeswitch(
     CodeswitchFormatError (file + 1-based line) on malformed input."""
     path = Path(path)
     stats = stats if stats is not None else CodeswitchStats()
-    if not path.exists():
-        raise CodeswitchFormatError(path, None, "file not found")
-    if not path.is_file():
-        raise CodeswitchFormatError(path, None, "not a file")
     posts: Dict[int, Post] = {}
     last_pid: Optional[int] = None
     current: Optional[Word] = None
-    with path.open("rb") as f:
-        for lineno, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise CodeswitchFormatError(path, lineno, f"not valid UTF-8 ({e.reason})") from None
-            if lineno == 1 and line.startswith("\ufeff"):
-                line = line[1:]
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            if line.startswith("-"):
-                current = _read_piece(path, lineno, line, current, strict)
-                continue
-            current = None
-            fields = line.split("\t")
-            if len(fields) < 3:
-                raise CodeswitchFormatError(
-                    path, lineno, f"expected POST_ID<TAB>TOKEN<TAB>LABEL, got {line!r}"
-                )
-            post_id, token = fields[0].strip(), fields[1].strip()
-            rest = [x.strip() for x in fields[2:] if x.strip()]
-            if not post_id.isdigit():
-                raise CodeswitchFormatError(path, lineno, f"post id {fields[0]!r} is not a number")
-            if not token.replace("|", ""):
-                raise CodeswitchFormatError(path, lineno, f"empty token {fields[1]!r}")
-            if not rest:
-                raise CodeswitchFormatError(path, lineno, f"no label for the token {token!r}")
-            label, extra = rest[0], rest[1:]
-            for x in extra:
-                if x == UNSURE:
-                    stats.unsure_marks += 1
-                elif strict:
-                    raise CodeswitchFormatError(path, lineno, f"unexpected field {x!r} after the label")
-                else:
-                    stats.warnings.append(f"{path}:{lineno}: extra field {x!r} after the label ignored")
-            pid = int(post_id)
-            post = posts.get(pid)
-            if post is None:
-                post = posts[pid] = Post(pid)
-            elif last_pid != pid:
-                stats.warnings.append(
-                    f"{path}:{lineno}: post {pid} continues after other posts; its words are joined in file order"
-                )
-            current = Word(token, label, lineno)
-            post.words.append(current)
-            last_pid = pid
+    for lineno, line in read_lines(path, CodeswitchFormatError):
+        if not line.strip():
+            continue
+        if line.startswith("-"):
+            current = _read_piece(path, lineno, line, current, strict)
+            continue
+        current = None
+        fields = line.split("\t")
+        if len(fields) < 3:
+            raise CodeswitchFormatError(
+                path, lineno, f"expected POST_ID<TAB>TOKEN<TAB>LABEL, got {line!r}"
+            )
+        post_id, token = fields[0].strip(), fields[1].strip()
+        rest = [x.strip() for x in fields[2:] if x.strip()]
+        if not post_id.isdigit():
+            raise CodeswitchFormatError(path, lineno, f"post id {fields[0]!r} is not a number")
+        if not token.replace("|", ""):
+            raise CodeswitchFormatError(path, lineno, f"empty token {fields[1]!r}")
+        if not rest:
+            raise CodeswitchFormatError(path, lineno, f"no label for the token {token!r}")
+        label, extra = rest[0], rest[1:]
+        for x in extra:
+            if x == UNSURE:
+                stats.unsure_marks += 1
+            elif strict:
+                raise CodeswitchFormatError(path, lineno, f"unexpected field {x!r} after the label")
+            else:
+                stats.warnings.append(f"{path}:{lineno}: extra field {x!r} after the label ignored")
+        pid = int(post_id)
+        post = posts.get(pid)
+        if post is None:
+            post = posts[pid] = Post(pid)
+        elif last_pid != pid:
+            stats.warnings.append(
+                f"{path}:{lineno}: post {pid} continues after other posts; its words are joined in file order"
+            )
+        current = Word(token, label, lineno)
+        post.words.append(current)
+        last_pid = pid
     if not posts:
         raise CodeswitchFormatError(path, None, "no words found (empty output)")
     for post in posts.values():
