@@ -19,7 +19,6 @@ Whitespace characters are never predicted by the model: they always get
 from itertools import islice
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-import numpy
 from spacy import util
 from spacy.language import Language
 from spacy.pipeline import TrainablePipe
@@ -27,7 +26,7 @@ from spacy.tokens import Doc
 from spacy.training import Example, validate_examples, validate_get_examples
 from spacy.util import registry
 from spacy.vocab import Vocab
-from thinc.api import Model
+from thinc.api import Model, SequenceCategoricalCrossentropy
 from thinc.types import Floats2d
 
 DEFAULT_MODEL_CONFIG = """
@@ -278,31 +277,19 @@ class CharTagger(TrainablePipe):
 
     # -- training ----------------------------------------------------------------------------
     def get_loss(self, examples: Iterable[Example], scores: List[Floats2d]) -> Tuple[float, List[Floats2d]]:
-        """Softmax cross-entropy over the characters with a gold label (summed, like
-        spaCy's tagger); whitespace, None and labels unknown to the component are
-        left out. Returns (loss, d_scores) with d_scores = probs - one-hot."""
+        """thinc's softmax cross-entropy over the characters with a gold label, summed
+        like spaCy's tagger; whitespace, None and labels unknown to the component are
+        missing values (no gradient)."""
         validate_examples(examples, "CharTagger.get_loss")
-        ops = self.model.ops
-        index = {label: i for i, label in enumerate(self.labels)}
-        loss = 0.0
-        d_scores = []
-        for eg, probs in zip(examples, scores):
+        known = set(self.labels)
+        truths = []
+        for eg in examples:
             text = eg.predicted.text
             gold = align_char_tags(eg.reference._.char_tags, eg.reference.text, text)
-            target = numpy.array(
-                [-1 if (g is None or c.isspace()) else index.get(g, -1) for c, g in zip(text, gold)],
-                dtype="int64",
-            )
-            probs_np = ops.to_numpy(probs)
-            d = numpy.zeros_like(probs_np)
-            rows = numpy.nonzero(target >= 0)[0]
-            if len(rows):
-                cols = target[rows]
-                d[rows] = probs_np[rows]
-                d[rows, cols] -= 1.0
-                loss += float(-numpy.log(numpy.maximum(probs_np[rows, cols], 1e-12)).sum())
-            d_scores.append(ops.asarray2f(d))
-        return loss, d_scores
+            truths.append([g if (g in known and not c.isspace()) else None for c, g in zip(text, gold)])
+        loss_func = SequenceCategoricalCrossentropy(names=self.labels, normalize=False, missing_value=None)
+        d_scores, loss = loss_func(scores, truths)
+        return float(loss), d_scores
 
     def initialize(
         self,
