@@ -8,7 +8,7 @@ from spacy.tokens import DocBin
 from spacy.vocab import Vocab
 from tqdm import tqdm
 
-from ..noise import ATTACKS, check_attacks, is_word, perturb_docs
+from ..noise import ATTACKS, MIN_LENGTH, check_attacks, is_word, perturb_docs
 from ._app import app
 from .convert import write_docbin_atomic
 
@@ -48,6 +48,6 @@ def perturb_cli(
     per_attack = ", ".join(f"{a} {counts[a]}" for a in chosen)
     share = f" ({100 * changed / words:.1f}%)" if words else ""
     typer.echo(
-        f"✔ {input_path} -> {output_path}: {len(docs)} docs, {words} words of {4}+ chars, "
+        f"✔ {input_path} -> {output_path}: {len(docs)} docs, {words} words of {MIN_LENGTH}+ chars, "
         f"{changed} changed{share} [{per_attack}] rate={rate} seed={seed}"
     )
