@@ -8,6 +8,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # Local copy of WNUT-17 (train + dev); empty = download the public assets.
 WNUT17_DIR ?= $(if $(wildcard ../shared/data/wnut17/train.conll),../../shared/data/wnut17,)
+# Local copy of the unlabeled tweets that `pretrain-chars` reads; empty = download.
+TWEETS_DIR ?= $(if $(wildcard ../shared/data/tweets_unlabeled/tweets.txt),../../shared/data/tweets_unlabeled,)
 
 .PHONY: venv test wnut clean
 
@@ -25,7 +27,7 @@ test: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 wnut: venv
-	cd project && PATH="$(abspath $(BIN)):$$PATH" python -m weasel run all . $(if $(WNUT17_DIR),--vars.wnut17_dir $(WNUT17_DIR),)
+	cd project && PATH="$(abspath $(BIN)):$$PATH" python -m weasel run all . $(if $(WNUT17_DIR),--vars.wnut17_dir $(WNUT17_DIR),) $(if $(TWEETS_DIR),--vars.tweets_dir $(TWEETS_DIR),)
 
 clean:
 	rm -rf $(VENV) project/backbones project/corpus project/training project/metrics project/packages

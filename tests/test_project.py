@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ROOT / "project"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 WNUT = SHARED / "wnut17"
+TWEETS = SHARED / "tweets_unlabeled"
 
 needs_wnut = pytest.mark.skipif(not (WNUT / "train.conll").exists(), reason="no ../shared/data/wnut17")
 
@@ -31,7 +32,9 @@ needs_wnut = pytest.mark.skipif(not (WNUT / "train.conll").exists(), reason="no 
 TINY_VARS = {
     "subword_backbone": "bert",
     "subword_dir": "backbones/tiny-bert",
-    "char_dir": "backbones/tiny-canine",
+    "char_random_dir": "backbones/tiny-canine",
+    "char_dir": "backbones/tiny-canine-pretrained",
+    "pretrain_steps": 2,
     "char_layers": 1,
     "char_width": 32,
     "char_heads": 2,
@@ -92,6 +95,14 @@ def _tiny_data(folder: Path) -> Path:
     return folder
 
 
+def _tiny_tweets(folder: Path) -> Path:
+    """The first 64 unlabeled tweets (for a 2-step `pretrain-chars`)."""
+    folder.mkdir(parents=True)
+    lines = (TWEETS / "tweets.txt").read_text(encoding="utf8").splitlines()[:64]
+    (folder / "tweets.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
+    return folder
+
+
 # ---------------------------------------------------------------------------- fast
 
 
@@ -100,7 +111,9 @@ def test_project_yml_is_valid():
 
     cfg = load_project_config(PROJECT, overrides={"vars.wnut17_dir": "../../shared/data/wnut17"})
     commands = {c["name"]: c for c in cfg["commands"]}
-    assert cfg["workflows"]["all"] == ["data", "backbones", "corpus", "train", "evaluate", "package", "install"]
+    assert cfg["workflows"]["all"] == [
+        "data", "backbones", "pretrain-chars", "corpus", "train", "evaluate", "package", "install"
+    ]
     assert cfg["workflows"]["baseline"][-2:] == ["train-baseline", "compare"]
     for name, steps in cfg["workflows"].items():
         assert set(steps) <= set(commands), name
@@ -126,7 +139,11 @@ def test_project_yml_is_valid():
             elif dep not in ("corpus", "../../shared/data/wnut17/", "meta/entangle_wnut.json"):
                 assert dep in made, f"{name}: {dep} is made by no command"
     assert (PROJECT / "meta" / "entangle_wnut.json").exists()
-    for script in ["compare.py", "speed.py", "timed.py", "if_exists.py", "data.py", "package_meta.py", "check_package.py"]:
+    # the entangle models train on the pretrained char encoder; the random one is its start
+    assert "--paths.char_backbone backbones/canine-pretrained" in train
+    assert "--config backbones/canine-random" in commands["pretrain-chars"]["script"][0]
+    for script in ["compare.py", "speed.py", "timed.py", "if_exists.py", "data.py", "package_meta.py", "check_package.py",
+                   "plot_pretrain.py"]:
         assert (PROJECT / "scripts" / script).exists()
 
 
@@ -139,15 +156,18 @@ def test_asset_checksums_match_local_copy():
     assert get_checksum(WNUT / "train.conll") == by_name["train.conll"]["checksum"]
     assert get_checksum(WNUT / "dev.conll") == by_name["dev.conll"]["checksum"]
     assert by_name["test.conll"].get("extra") is True
-    assert all(a["url"].startswith("https://raw.githubusercontent.com/leondz/emerging_entities_17/") for a in raw["assets"])
+    assert get_checksum(TWEETS / "tweets.txt") == by_name["tweets.txt"]["checksum"]
+    urls = [a["url"] for a in raw["assets"]]
+    assert all(u.startswith(("https://raw.githubusercontent.com/leondz/emerging_entities_17/",
+                             "https://raw.githubusercontent.com/cardiffnlp/tweeteval/")) for u in urls)
 
 
 @needs_wnut
 def test_data_command_offline(tmp_path):
     project = _copy_project(tmp_path)
-    v = {"wnut17_dir": str(WNUT)}
+    v = {"wnut17_dir": str(WNUT), "tweets_dir": str(TWEETS)}
     _, out = weasel(project, "data", v)
-    assert out.count("Skipping download with matching checksum") == 2
+    assert out.count("Skipping download with matching checksum") == 3
     _, out = weasel(project, "data", v)
     assert "Skipping 'data': nothing changed" in out
     assert not (project / "assets" / "wnut17" / "train.conll").exists()  # nothing copied
@@ -168,11 +188,13 @@ def test_data_command_names_the_fix(tmp_path):
 @needs_wnut
 def test_dry_run_of_all(tmp_path):
     project = _copy_project(tmp_path)
-    _, out = weasel(project, "all", {"wnut17_dir": str(WNUT), "max_steps": 7}, dry=True)
+    _, out = weasel(project, "all", {"wnut17_dir": str(WNUT), "tweets_dir": str(TWEETS), "max_steps": 7}, dry=True)
     for part in [
         "scripts/data.py",
         "init-backbone minilm backbones/minilm",
         "init-backbone canine backbones/canine-random --layers 2 --width 256",
+        f"pretrain-chars {TWEETS}/tweets.txt backbones/canine-pretrained --config backbones/canine-random --max-steps 2400",
+        "scripts/plot_pretrain.py backbones/canine-pretrained/pretrain_log.jsonl metrics/pretrain_chars.png",
         "-m spacy_entangle convert",
         "--training.max_steps 7",
         "-m spacy evaluate training/entangle/model-best corpus/dev.spacy --output metrics/entangle_dev.json",
@@ -356,10 +378,13 @@ def test_wnut_project_end_to_end(tmp_path):
     Needs the `entangle` component and `init-backbone` (spacy_entangle)."""
     project = _copy_project(tmp_path)
     data = _tiny_data(tmp_path / "wnut17")
-    v = dict(TINY_VARS, wnut17_dir=str(data))
-    for command in ["backbones", "corpus", "train", "evaluate", "package"]:
+    v = dict(TINY_VARS, wnut17_dir=str(data), tweets_dir=str(_tiny_tweets(tmp_path / "tweets")))
+    for command in ["backbones", "pretrain-chars", "corpus", "train", "evaluate", "package"]:
         weasel(project, command, v, env=TINY_ENV)
     assert (project / "backbones" / "tiny-bert").is_dir() and (project / "backbones" / "tiny-canine").is_dir()
+    pretrained = json.loads((project / "backbones" / "tiny-canine-pretrained" / "config.json").read_text())
+    assert pretrained["spacy_entangle_note"].startswith("pretrained by") and pretrained["hidden_size"] == 32
+    assert (project / "metrics" / "pretrain_chars.png").read_bytes()[:4] == b"\x89PNG"
     metrics = json.loads((project / "metrics" / "entangle_dev.json").read_text())
     assert {"ents_p", "ents_r", "ents_f", "ents_per_type"} <= set(metrics)
     assert not (project / "metrics" / "entangle_test.json").exists()

@@ -16,7 +16,7 @@ mistaken for a pretrained encoder when results are reported.
 """
 from enum import Enum
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Any, Iterator, List, Optional
 
 import typer
 
@@ -130,8 +130,7 @@ def _minilm_dir() -> Path:
 
 
 # --------------------------------------------------------------------------- builders
-def make_random_canine(
-    out: Path,
+def canine_config(
     *,
     layers: int = 2,
     width: int = 256,
@@ -140,12 +139,9 @@ def make_random_canine(
     max_chars: int = 2048,
     local_stride: int = 128,
     hash_buckets: int = 16384,
-    seed: int = 0,
-) -> Path:
-    """A random-initialised CanineModel saved as a Hugging Face directory: the offline
-    stand-in for google/canine-s (same architecture, no pretrained weights).
+) -> Any:
+    """A CanineConfig of the given shape, checked here rather than deep inside transformers:
 
-    Constraints checked here rather than deep inside transformers:
     - CANINE embeds each codepoint with 8 hash functions, one width/8 shard each,
       so ``width`` must divide by 8 (and by ``heads``);
     - transformers sizes CANINE's character *position* table by
@@ -154,7 +150,7 @@ def make_random_canine(
       ``max_chars <= hash_buckets`` (google/canine-s uses 16384 for both);
     - ``max_chars`` and ``local_stride`` are multiples of the downsampling rate 4.
     """
-    from transformers import CanineConfig, CanineModel
+    from transformers import CanineConfig
 
     _check_positive(
         layers=layers, width=width, heads=heads, ffn_width=ffn_width,
@@ -175,18 +171,41 @@ def make_random_canine(
             f"max_chars ({max_chars}) must be <= hash_buckets ({hash_buckets}): transformers' CANINE "
             "sizes its character position table by num_hash_buckets, so longer inputs would crash"
         )
-    ffn = ffn_width or 4 * width
-    config = CanineConfig(
+    return CanineConfig(
         hidden_size=width,
         num_hidden_layers=layers,
         num_attention_heads=heads,
-        intermediate_size=ffn,
+        intermediate_size=ffn_width or 4 * width,
         max_position_embeddings=max_chars,
         local_transformer_stride=local_stride,
         num_hash_buckets=hash_buckets,
         num_hash_functions=CANINE_HASH_FUNCTIONS,
         downsampling_rate=CANINE_DOWNSAMPLING,
     )
+
+
+def make_random_canine(
+    out: Path,
+    *,
+    layers: int = 2,
+    width: int = 256,
+    heads: int = 4,
+    ffn_width: Optional[int] = None,
+    max_chars: int = 2048,
+    local_stride: int = 128,
+    hash_buckets: int = 16384,
+    seed: int = 0,
+) -> Path:
+    """A random-initialised CanineModel saved as a Hugging Face directory: the offline
+    stand-in for google/canine-s (same architecture, no pretrained weights; shape
+    checks in ``canine_config``)."""
+    from transformers import CanineModel
+
+    config = canine_config(
+        layers=layers, width=width, heads=heads, ffn_width=ffn_width, max_chars=max_chars,
+        local_stride=local_stride, hash_buckets=hash_buckets,
+    )
+    ffn = config.intermediate_size
     config.spacy_entangle_note = RANDOM_NOTE
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,67 @@
+"""`python -m spacy_entangle pretrain-chars TEXT... OUT`: pretrain a CANINE-style character
+encoder on raw text (one document per line), for when no pretrained character model fits."""
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ..noise import ATTACKS
+from ..pretraining import PRESETS, PretrainSettings, pretrain_chars
+from ..pretraining.data import PretrainDataError
+from ._app import app
+
+
+@app.command("pretrain-chars")
+def pretrain_chars_cli(
+    # fmt: off
+    paths: List[Path] = typer.Argument(..., help="Plain-text files (one document per line), then the output directory", metavar="TEXT... OUT"),
+    config: str = typer.Option("canine-small", "--config", "-c", help=f"A preset ({', '.join(PRESETS)}) or a CANINE directory / hub name to continue from"),
+    layers: Optional[int] = typer.Option(None, help="Preset override: encoder layers"),
+    width: Optional[int] = typer.Option(None, help="Preset override: hidden width (a multiple of 8)"),
+    heads: Optional[int] = typer.Option(None, help="Preset override: attention heads"),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", help="Stop after this many steps (the learning rate decays linearly to 0 there)"),
+    max_minutes: Optional[float] = typer.Option(None, "--max-minutes", help="Stop after this much wall-clock time (resumes count the earlier time)"),
+    decay_steps: Optional[int] = typer.Option(None, "--decay-steps", help="Horizon of the linear decay (default: --max-steps; 0: constant after warm-up)"),
+    seed: int = typer.Option(0, "--seed", "-s", help="Random seed: same seed, text and threads, same weights"),
+    batch_size: int = typer.Option(32, help="Documents per step"),
+    lr: float = typer.Option(5e-4, help="Peak learning rate (AdamW)"),
+    warmup_steps: int = typer.Option(200, help="Linear warm-up steps (at most a tenth of --max-steps)"),
+    mask_rate: float = typer.Option(0.15, help="Share of characters hidden in spans (masked objective; 0 = off)"),
+    noise_rate: float = typer.Option(0.0, help="Share of words attacked for the CharBERT-style noisy objective (0 = off)"),
+    attacks: str = typer.Option(",".join(ATTACKS), help="Attacks of the noisy objective"),
+    vocab_size: int = typer.Option(1024, help="Output classes of the prediction head (most frequent characters + UNK + end-of-word)"),
+    max_chars: int = typer.Option(512, help="Longer lines are cut at whitespace into several documents"),
+    checkpoint_every: int = typer.Option(500, help="Checkpoint (and held-out evaluation) every N steps"),
+    log_every: int = typer.Option(50, help="Log line every N steps"),
+    resume: bool = typer.Option(False, "--resume", help="Continue OUT/checkpoint (same text and settings; the budget may grow)"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU id, -1 for CPU"),
+    # fmt: on
+) -> None:
+    """Masked character-span prediction (+ optional noisy-word reconstruction) over the
+    encoder's per-character outputs. Writes a Hugging Face directory for char_backbone."""
+    if len(paths) < 2:
+        typer.echo("✘ pretrain-chars: give at least one TEXT file and the OUT directory", err=True)
+        raise typer.Exit(code=1)
+    *texts, out = paths
+    device = "cpu"
+    if gpu_id >= 0:
+        import torch
+
+        if not torch.cuda.is_available():
+            typer.echo(f"✘ pretrain-chars: --gpu-id {gpu_id} but CUDA is not available", err=True)
+            raise typer.Exit(code=1)
+        device = f"cuda:{gpu_id}"
+    settings = PretrainSettings(
+        max_steps=max_steps, max_minutes=max_minutes, decay_steps=decay_steps, seed=seed, batch_size=batch_size, lr=lr,
+        warmup_steps=warmup_steps, mask_rate=mask_rate, noise_rate=noise_rate,
+        attacks=[a.strip() for a in attacks.split(",") if a.strip()], vocab_size=vocab_size,
+        max_chars=max_chars, checkpoint_every=checkpoint_every, log_every=log_every,
+    )
+    try:
+        entry = pretrain_chars(texts, out, settings, config=config,
+                               shape=dict(layers=layers, width=width, heads=heads), resume=resume, device=device)
+    except (PretrainDataError, ValueError, OSError) as err:
+        typer.echo(f"✘ pretrain-chars: {err}", err=True)
+        raise typer.Exit(code=1)
+    figures = ", ".join(f"{k} {v}" for k, v in entry.items() if k != "lr")
+    typer.echo(f"✔ Wrote {out} (use it as char_backbone): {figures}")

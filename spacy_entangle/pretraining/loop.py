@@ -1,0 +1,340 @@
+"""The pretraining loop: AdamW + transformers' warmup schedules, a time and/or step budget,
+checkpoints that resume exactly, a JSONL log (the loss curve) and a held-out evaluation.
+
+The result is a plain Hugging Face directory (config.json + model.safetensors + model card)
+that ``char_backbone`` accepts as it is; ``OUT/checkpoint`` holds what a resume needs.
+"""
+import hashlib
+import json
+import random
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+import numpy
+import torch
+from tqdm import tqdm
+
+from ..noise import ATTACKS, check_attacks
+from .data import CharVocab, PretrainDataError, epoch_batches, make_batch, read_texts, split_dev
+from .model import CharPretrainer
+
+PRETRAINED_NOTE = "pretrained by `python -m spacy_entangle pretrain-chars`"
+LOG_NAME = "pretrain_log.jsonl"
+CHECKPOINT = "checkpoint"
+
+# --config presets: (layers, width, heads, hash_buckets); canine-s is google/canine-s's shape
+PRESETS: Dict[str, Dict[str, int]] = {
+    "canine-tiny": dict(layers=1, width=64, heads=2, hash_buckets=2048),
+    "canine-small": dict(layers=2, width=256, heads=4, hash_buckets=16384),
+    "canine-s": dict(layers=12, width=768, heads=12, hash_buckets=16384),
+}
+
+
+@dataclass
+class PretrainSettings:
+    """Everything that decides the result (stored in the checkpoint and the model card)."""
+
+    max_steps: Optional[int] = None
+    max_minutes: Optional[float] = None
+    # horizon of the linear decay (None: max_steps; 0: constant after warm-up). Set it to
+    # plan a long schedule that may be stopped and resumed with a growing --max-steps.
+    decay_steps: Optional[int] = None
+    seed: int = 0
+    batch_size: int = 32
+    lr: float = 5e-4
+    warmup_steps: int = 200
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    mask_rate: float = 0.15
+    noise_rate: float = 0.0
+    noisy_weight: float = 1.0
+    attacks: List[str] = field(default_factory=lambda: list(ATTACKS))
+    vocab_size: int = 1024
+    max_chars: int = 512
+    dev_fraction: float = 0.01
+    log_every: int = 50
+    checkpoint_every: int = 500
+
+    def check(self) -> None:
+        if not self.max_steps and not self.max_minutes:
+            raise ValueError("give a budget: --max-steps and/or --max-minutes")
+        for name in ("batch_size", "vocab_size", "log_every", "checkpoint_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0 <= self.mask_rate < 1:
+            raise ValueError(f"mask_rate must be in [0, 1), got {self.mask_rate}")
+        if self.mask_rate == 0 and self.noise_rate == 0:
+            raise ValueError("nothing to learn: mask_rate and noise_rate are both 0")
+        check_attacks(self.noise_rate, self.attacks)
+
+
+def new_encoder(config: str, seed: int, **shape: Optional[int]) -> torch.nn.Module:
+    """A preset (random weights under ``seed``) or an existing CANINE directory / hub name
+    whose weights are the starting point (continued pretraining on the user's text)."""
+    from transformers import AutoConfig, AutoModel, CanineModel
+
+    from ..cli.init_backbone import canine_config
+
+    if config in PRESETS:
+        sizes = {**PRESETS[config], **{k: v for k, v in shape.items() if v is not None}}
+        cfg = canine_config(**sizes)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return CanineModel(cfg)
+    if any(v is not None for v in shape.values()):
+        raise ValueError(f"--layers/--width/--heads only apply to the presets ({', '.join(PRESETS)}), not to {config!r}")
+    try:
+        model_type = AutoConfig.from_pretrained(config).model_type
+    except Exception as err:  # noqa: BLE001 - re-raised with the choice named
+        raise ValueError(f"--config {config!r} is neither a preset ({', '.join(PRESETS)}) nor a loadable model: {err}") from err
+    if model_type != "canine":
+        raise ValueError(f"--config {config!r} is a {model_type!r} model; pretrain-chars trains CANINE-style encoders")
+    return AutoModel.from_pretrained(config)
+
+
+def _fingerprint(docs: Sequence[str]) -> str:
+    digest = hashlib.sha256()
+    for doc in docs:
+        digest.update(doc.encode("utf8") + b"\n")
+    return digest.hexdigest()
+
+
+def _schedule(optimizer: torch.optim.Optimizer, settings: PretrainSettings) -> Any:
+    from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
+
+    horizon = settings.max_steps if settings.decay_steps is None else settings.decay_steps
+    if horizon:
+        warmup = min(settings.warmup_steps, horizon // 10)
+        return get_linear_schedule_with_warmup(optimizer, warmup, horizon)
+    return get_constant_schedule_with_warmup(optimizer, settings.warmup_steps)
+
+
+def _to(batch: Any, device: torch.device) -> Dict[str, torch.Tensor]:
+    return {
+        "input_ids": torch.from_numpy(batch.input_ids).to(device),
+        "attention_mask": torch.from_numpy(batch.attention_mask).to(device),
+        "mlm_targets": torch.from_numpy(batch.mlm_targets).to(device),
+        "noisy_targets": torch.from_numpy(batch.noisy_targets).to(device),
+    }
+
+
+class Meter:
+    """Running sums between two log lines."""
+
+    def __init__(self) -> None:
+        self.sums: Dict[str, float] = {}
+
+    def add(self, out: Dict[str, torch.Tensor]) -> None:
+        for key, value in out.items():
+            n = float(out.get(key.replace("_loss", "_n"), 1)) if key.endswith("_loss") else 1.0
+            self.sums[key] = self.sums.get(key, 0.0) + float(value) * n
+            if key.endswith("_loss"):
+                self.sums[key + "_w"] = self.sums.get(key + "_w", 0.0) + n
+
+    def summary(self) -> Dict[str, float]:
+        s, res = self.sums, {}
+        for name in ("mlm", "noisy"):
+            if s.get(f"{name}_loss_w"):
+                res[f"{name}_loss"] = round(s[f"{name}_loss"] / s[f"{name}_loss_w"], 4)
+                res[f"{name}_acc"] = round(s[f"{name}_correct"] / s[f"{name}_n"], 4)
+        return res
+
+
+def evaluate(model: CharPretrainer, docs: List[str], vocab: CharVocab, settings: PretrainSettings, device: torch.device) -> Dict[str, float]:
+    """Held-out losses with fixed masks and noise (the same every time: a comparable curve)."""
+    if not docs:
+        return {}
+    np_rng, py_rng = numpy.random.default_rng(12345), random.Random(12345)
+    meter = Meter()
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        for i in range(0, len(docs), settings.batch_size):
+            batch = make_batch(docs[i : i + settings.batch_size], vocab, np_rng, py_rng,
+                               settings.mask_rate, settings.noise_rate, settings.attacks)
+            meter.add(model(**_to(batch, device), noisy_weight=settings.noisy_weight))
+    model.train(was_training)
+    return {f"dev_{k}": v for k, v in meter.summary().items()}
+
+
+def _save_checkpoint(path: Path, model: CharPretrainer, optimizer: Any, scheduler: Any, state: Dict[str, Any]) -> None:
+    """Written next to the old one, then swapped in: a crash never leaves half a checkpoint."""
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    model.encoder.save_pretrained(tmp / "encoder", safe_serialization=True)
+    torch.save(
+        {"head": model.head.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+         "torch_rng": torch.get_rng_state(), "py_rng": state.pop("py_rng"),
+         "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
+        tmp / "training_state.pt",
+    )
+    (tmp / "state.json").write_text(json.dumps(state, indent=2), encoding="utf8")
+    old = path.with_name(path.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if path.exists():
+        path.rename(old)
+    tmp.rename(path)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _log_lines(log_path: Path, upto_step: int) -> None:
+    """On resume, drop log lines written after the checkpoint (they will be redone)."""
+    if not log_path.exists():
+        return
+    keep = [line for line in log_path.read_text(encoding="utf8").splitlines()
+            if line.strip() and json.loads(line).get("step", 0) <= upto_step]
+    log_path.write_text("".join(line + "\n" for line in keep), encoding="utf8")
+
+
+def pretrain_chars(
+    texts: Sequence[Path],
+    out: Path,
+    settings: PretrainSettings,
+    config: str = "canine-small",
+    shape: Optional[Dict[str, Optional[int]]] = None,
+    resume: bool = False,
+    device: str = "cpu",
+    progress: bool = True,
+) -> Dict[str, Any]:
+    """Pretrain (or resume) and write the encoder to ``out``; returns the final log entry."""
+    settings.check()
+    out = Path(out)
+    ckpt = out / CHECKPOINT
+    if ckpt.exists() and not resume:
+        raise ValueError(f"{out} already has a checkpoint: pass --resume to continue it, or choose another OUT")
+    docs, stats = read_texts(texts, settings.max_chars)
+    train_docs, dev_docs = split_dev(docs, settings.dev_fraction, settings.seed)
+    fingerprint = _fingerprint(docs)
+    dev = torch.device(device)
+    state: Dict[str, Any]
+    if resume and ckpt.exists():
+        state = json.loads((ckpt / "state.json").read_text(encoding="utf8"))
+        if state["data_fingerprint"] != fingerprint:
+            raise PretrainDataError(f"the text differs from the one {ckpt} was trained on: resume needs the same files")
+        old = PretrainSettings(**state["settings"])
+        # the budget may grow on resume; everything that shapes the batches may not
+        for name in ("seed", "batch_size", "mask_rate", "noise_rate", "attacks", "vocab_size", "max_chars", "dev_fraction"):
+            if getattr(old, name) != getattr(settings, name):
+                raise ValueError(f"--{name.replace('_', '-')} differs from the checkpoint's ({getattr(old, name)}): resume needs the same value")
+        from transformers import AutoModel
+
+        encoder = AutoModel.from_pretrained(ckpt / "encoder")
+        vocab = CharVocab(state["vocab"])
+        saved = torch.load(ckpt / "training_state.pt", weights_only=False)
+    else:
+        encoder = new_encoder(config, settings.seed, **(shape or {}))
+        vocab = CharVocab.build(train_docs, settings.vocab_size)
+        state = {"step": 0, "epoch": 0, "batch": 0, "elapsed": 0.0, "vocab": vocab.codepoints,
+                 "data_fingerprint": fingerprint, "config": config,
+                 "np_rng": numpy.random.default_rng(settings.seed).bit_generator.state}
+        saved = None
+        out.mkdir(parents=True, exist_ok=True)
+        (out / LOG_NAME).unlink(missing_ok=True)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(settings.seed)
+        model = CharPretrainer(encoder, len(vocab))
+    model.to(dev).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
+    scheduler = _schedule(optimizer, settings)
+    np_rng = numpy.random.default_rng()
+    np_rng.bit_generator.state = state["np_rng"]
+    py_rng = random.Random(settings.seed)
+    if saved is not None:
+        model.head.load_state_dict(saved["head"])
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        py_rng.setstate(saved["py_rng"])
+        torch.set_rng_state(saved["torch_rng"])
+        if saved.get("cuda_rng") is not None and dev.type == "cuda":
+            torch.cuda.set_rng_state_all(saved["cuda_rng"])
+        _log_lines(out / LOG_NAME, state["step"])
+    else:
+        torch.manual_seed(settings.seed)  # dropout masks: same seed, same run
+    lengths = [len(d) for d in train_docs]
+    step, elapsed0 = int(state["step"]), float(state["elapsed"])
+    start = time.perf_counter()
+    meter, chars, last_log = Meter(), 0, time.perf_counter()
+    entry: Dict[str, Any] = {"step": step}
+
+    def budget_left() -> bool:
+        if settings.max_steps and step >= settings.max_steps:
+            return False
+        minutes = (elapsed0 + time.perf_counter() - start) / 60
+        return not (settings.max_minutes and minutes >= settings.max_minutes)
+
+    def batches() -> Iterator[List[int]]:
+        epoch, first = int(state["epoch"]), int(state["batch"])
+        while True:
+            plan = epoch_batches(len(train_docs), lengths, settings.batch_size, settings.seed, epoch)
+            for b in range(first, len(plan)):
+                state["epoch"], state["batch"] = epoch, b + 1
+                yield plan[b]
+            epoch, first = epoch + 1, 0
+
+    def checkpoint() -> None:
+        state.update(step=step, elapsed=elapsed0 + time.perf_counter() - start, settings=asdict(settings),
+                     np_rng=np_rng.bit_generator.state, py_rng=py_rng.getstate())
+        _save_checkpoint(ckpt, model, optimizer, scheduler, state)
+
+    bar = tqdm(total=settings.max_steps, initial=step, disable=not progress, unit="step", desc="pretrain-chars")
+    with (out / LOG_NAME).open("a", encoding="utf8") as log:
+        plan = batches()
+        while budget_left():
+            ids = next(plan)
+            batch = make_batch([train_docs[i] for i in ids], vocab, np_rng, py_rng, settings.mask_rate,
+                               settings.noise_rate, settings.attacks)
+            result = model(**_to(batch, dev), noisy_weight=settings.noisy_weight)
+            optimizer.zero_grad(set_to_none=True)
+            result["loss"].backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            meter.add({k: v for k, v in result.items() if k != "loss"})
+            chars += batch.n_chars
+            bar.update(1)
+            evaluate_now = step % settings.checkpoint_every == 0
+            if step % settings.log_every == 0 or evaluate_now or not budget_left():
+                now = time.perf_counter()
+                entry = {"step": step, "elapsed_s": round(elapsed0 + now - start, 1), "lr": scheduler.get_last_lr()[0],
+                         **meter.summary(), "chars_per_s": round(chars / max(now - last_log, 1e-9))}
+                if evaluate_now or not budget_left():
+                    entry.update(evaluate(model, dev_docs, vocab, settings, dev))
+                log.write(json.dumps(entry) + "\n")
+                log.flush()
+                bar.set_postfix({k: entry[k] for k in ("mlm_loss", "noisy_loss", "chars_per_s") if k in entry})
+                meter, chars, last_log = Meter(), 0, time.perf_counter()
+            if evaluate_now:
+                checkpoint()
+    bar.close()
+    if len(entry) == 1 and (out / LOG_NAME).exists():  # nothing left to do: report the last entry
+        lines = (out / LOG_NAME).read_text(encoding="utf8").splitlines()
+        entry = json.loads(lines[-1]) if lines else entry
+    checkpoint()
+    _write_model(out, model, settings, stats, len(dev_docs), texts, entry, config)
+    return entry
+
+
+def _write_model(out: Path, model: CharPretrainer, settings: PretrainSettings, stats: Dict[str, int],
+                 n_dev: int, texts: Sequence[Path], entry: Dict[str, Any], config: str) -> None:
+    encoder = model.encoder
+    objective = "masked character spans" + (f" + noisy-word reconstruction (rate {settings.noise_rate})" if settings.noise_rate else "")
+    encoder.config.spacy_entangle_note = f"{PRETRAINED_NOTE}: {entry['step']} steps, {objective}"
+    encoder.save_pretrained(out, safe_serialization=True)
+    figures = "\n".join(f"- {k}: {v}" for k, v in entry.items())
+    used = "\n".join(f"- {k}: {v}" for k, v in asdict(settings).items())
+    data = "\n".join(f"- {k}: {v}" for k, v in stats.items())
+    (out / "README.md").write_text(
+        "# CANINE-style character encoder pretrained by spacy-entangle\n\n"
+        f"Self-supervised on {', '.join(str(t) for t in texts)} ({stats['documents']} documents, "
+        f"{n_dev} held out for the dev figures). Objective: {objective}. Started from: {config}.\n\n"
+        f"Use it as `char_backbone` (paths.char_backbone = this directory). The prediction head is "
+        f"not kept; `{CHECKPOINT}/` holds what `--resume` needs.\n\n"
+        f"## Last log entry\n{figures}\n\n## Settings\n{used}\n\n## Text\n{data}\n\n"
+        f"The loss curve is {LOG_NAME} (one JSON object per logged step).\n",
+        encoding="utf8",
+    )

@@ -1,0 +1,61 @@
+"""The pure-PyTorch pretraining model: a CANINE encoder plus one character prediction head.
+
+Both objectives (masked spans and noisy-word reconstruction) predict a character class
+from the encoder's per-character output, so they share one head; their losses are kept
+apart for the log. Only the encoder is kept afterwards: the head is a pretraining tool.
+"""
+from typing import Dict
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .data import IGNORE
+
+
+class CharPredictionHead(nn.Module):
+    """BERT's LM-head shape (dense -> GELU -> LayerNorm -> classes) over character states."""
+
+    def __init__(self, width: int, n_classes: int) -> None:
+        super().__init__()
+        self.dense = nn.Linear(width, width)
+        self.norm = nn.LayerNorm(width)
+        self.out = nn.Linear(width, n_classes)
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        return self.out(self.norm(F.gelu(self.dense(states))))
+
+
+class CharPretrainer(nn.Module):
+    def __init__(self, encoder: nn.Module, n_classes: int) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.head = CharPredictionHead(int(encoder.config.hidden_size), n_classes)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        mlm_targets: torch.Tensor,
+        noisy_targets: torch.Tensor,
+        noisy_weight: float = 1.0,
+    ) -> Dict[str, torch.Tensor]:
+        """Losses (mean over scored characters of each objective) and correct/total counts.
+        Only scored positions go through the head: most characters are not scored."""
+        states = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        result: Dict[str, torch.Tensor] = {}
+        total = states.new_zeros(())
+        for name, targets, weight in (("mlm", mlm_targets, 1.0), ("noisy", noisy_targets, noisy_weight)):
+            scored = targets != IGNORE
+            n = scored.sum()
+            if int(n) == 0:
+                continue
+            logits = self.head(states[scored])
+            gold = targets[scored]
+            loss = F.cross_entropy(logits, gold)
+            total = total + weight * loss
+            result[f"{name}_loss"] = loss.detach()
+            result[f"{name}_correct"] = (logits.argmax(-1) == gold).sum().detach()
+            result[f"{name}_n"] = n.detach()
+        result["loss"] = total
+        return result

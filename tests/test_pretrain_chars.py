@@ -1,0 +1,214 @@
+"""`pretrain-chars`: the objectives' targets, the loop (loss falls, seeds, exact resume), the
+output directory as a char_backbone, and bad or awkward input. Real CANINE, real torch;
+canine-tiny (1 layer, 64 wide) on a few hundred short lines keeps each run to seconds."""
+import json
+import random
+
+import numpy
+import pytest
+import torch
+from transformers import AutoModel, CanineModel
+from typer.testing import CliRunner
+
+from spacy_entangle.cli import app
+from spacy_entangle.cli.init_backbone import RANDOM_NOTE, _sample_lines
+from spacy_entangle.pretraining import PretrainSettings, pretrain_chars
+from spacy_entangle.pretraining.data import (
+    CANINE_MASK,
+    EOW_CLASS,
+    IGNORE,
+    CharVocab,
+    PretrainDataError,
+    chunk_text,
+    make_batch,
+    mask_spans,
+    noisy_example,
+    read_texts,
+)
+from spacy_entangle.pretraining.loop import LOG_NAME, PRETRAINED_NOTE
+
+from _pipelines import build, train
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def text_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("text") / "sample.txt"
+    path.write_text("\n".join(_sample_lines()) + "\n", encoding="utf8")
+    return path
+
+
+def tiny(**kw) -> PretrainSettings:
+    base = dict(max_steps=6, batch_size=8, lr=3e-3, warmup_steps=0, log_every=1, checkpoint_every=100, noise_rate=0.2)
+    base.update(kw)
+    return PretrainSettings(**base)
+
+
+def weights(path):
+    return {k: v.clone() for k, v in AutoModel.from_pretrained(path).state_dict().items()}
+
+
+def same(a, b) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def log(path):
+    return [json.loads(line) for line in (path / LOG_NAME).read_text(encoding="utf8").splitlines()]
+
+
+# ----------------------------------------------------------------------------- targets
+def test_masked_spans_hide_about_the_rate():
+    rng = numpy.random.default_rng(0)
+    shares = [mask_spans(400, rng, 0.15).mean() for _ in range(20)]
+    assert 0.12 <= numpy.mean(shares) <= 0.16
+    assert mask_spans(0, rng, 0.15).sum() == 0
+    assert mask_spans(3, rng, 0.15).sum() >= 1  # short text: still one target
+
+
+def test_batch_targets_are_the_clean_characters():
+    vocab = CharVocab.build(["the quick brown fox jumps over the lazy dog"], 64)
+    texts = ["the quick brown fox jumps over the lazy dog", "a b c"]
+    batch = make_batch(texts, vocab, numpy.random.default_rng(1), random.Random(1), mask_rate=0.3, noise_rate=0.0)
+    assert batch.input_ids.shape[1] % 4 == 0
+    for row, text in enumerate(texts):
+        n = len(text)
+        assert batch.attention_mask[row].sum() == n + 2  # [CLS] text [SEP]
+        scored = batch.mlm_targets[row] != IGNORE
+        assert scored.any() and not scored[0] and not scored[n + 1:].any()
+        for pos in numpy.flatnonzero(scored):
+            assert batch.mlm_targets[row, pos] == vocab.index.get(ord(text[pos - 1]), 0)
+        hidden = batch.input_ids[row] == CANINE_MASK
+        assert (scored | ~hidden).all()  # MASK only where a target is
+    assert (batch.noisy_targets == IGNORE).all()  # noise off
+
+
+def test_noisy_targets_spell_the_original_word():
+    rng = random.Random(3)
+    noisy, changed = noisy_example("Reconstruct these words please", rng, rate=1.0)
+    assert changed and noisy != "Reconstruct these words please"
+    for start, width, original in changed:
+        assert noisy[start : start + width] != original and len(original) >= 4
+    vocab = CharVocab.build(["Reconstruct these words please abcdefghijklmnopqrstuvwxyz"], 128)
+    batch = make_batch(["Reconstruct these words please"], vocab, numpy.random.default_rng(0), random.Random(3),
+                       mask_rate=0.15, noise_rate=1.0)
+    targets, mlm = batch.noisy_targets[0], batch.mlm_targets[0]
+    for start, width, original in changed:
+        for j in range(width):
+            want = vocab.index[ord(original[j])] if j < len(original) else EOW_CLASS
+            assert targets[1 + start + j] == want
+    assert not ((targets != IGNORE) & (mlm != IGNORE)).any()  # attacked words are not masked
+
+
+def test_chunking_keeps_every_character():
+    words = " ".join(f"word{i}" for i in range(2000))
+    pieces = list(chunk_text(words, 256))
+    assert all(0 < len(p) <= 256 for p in pieces)
+    assert " ".join(pieces) == words
+    blob = "x" * 1000  # no space to cut at
+    assert "".join(chunk_text(blob, 256)) == blob
+
+
+# ----------------------------------------------------------------------------- the loop
+def test_loss_falls_and_output_is_a_char_backbone(text_file, bert_dir, tmp_path):
+    out = tmp_path / "chars"
+    result = runner.invoke(app, [
+        "pretrain-chars", str(text_file), str(out), "--config", "canine-tiny", "--max-steps", "40",
+        "--batch-size", "16", "--lr", "3e-3", "--warmup-steps", "0", "--log-every", "5", "--noise-rate", "0.2",
+        "--checkpoint-every", "20",
+    ])
+    assert result.exit_code == 0, result.output
+    entries = log(out)
+    assert [e["step"] for e in entries] == list(range(5, 45, 5))
+    first, last = entries[0], entries[-1]
+    assert last["mlm_loss"] < 0.8 * first["mlm_loss"], entries
+    assert last["noisy_loss"] < first["noisy_loss"], entries
+    assert "dev_mlm_loss" in entries[3] and "dev_mlm_loss" in last  # held-out figures at checkpoints
+    # a plain Hugging Face directory, labelled as pretrained (not the random stand-in)
+    model = AutoModel.from_pretrained(out)
+    assert isinstance(model, CanineModel)
+    assert model.config.spacy_entangle_note.startswith(PRETRAINED_NOTE)
+    assert model.config.spacy_entangle_note != RANDOM_NOTE
+    assert "pretrained by spacy-entangle" in (out / "README.md").read_text(encoding="utf8")
+    # ... that EntangleModel.v1 takes as its char_backbone: a pipeline trains on it
+    nlp = build(out, bert_dir, components=("ner",), side="char")
+    losses = train(nlp, n_steps=3)
+    assert all(numpy.isfinite(h["ner"]) for h in losses)
+    doc = nlp("Apple opened a store in Paris")
+    assert len(doc) == 6
+
+
+def test_same_seed_same_weights_other_seed_differs(text_file, tmp_path):
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        pretrain_chars([text_file], tmp_path / name, tiny(seed=seed), config="canine-tiny", progress=False)
+    assert same(weights(tmp_path / "a"), weights(tmp_path / "b"))
+    assert not same(weights(tmp_path / "a"), weights(tmp_path / "c"))
+
+
+def test_resume_continues_exactly(text_file, tmp_path):
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    pretrain_chars([text_file], straight, tiny(max_steps=6, decay_steps=6), config="canine-tiny", progress=False)
+    pretrain_chars([text_file], split, tiny(max_steps=3, decay_steps=6), config="canine-tiny", progress=False)
+    with pytest.raises(ValueError, match="--resume"):
+        pretrain_chars([text_file], split, tiny(max_steps=6, decay_steps=6), config="canine-tiny", progress=False)
+    pretrain_chars([text_file], split, tiny(max_steps=6, decay_steps=6), config="canine-tiny", resume=True, progress=False)
+    assert same(weights(straight), weights(split))
+    assert [e["step"] for e in log(split)] == [1, 2, 3, 4, 5, 6]
+    assert [e["mlm_loss"] for e in log(split)] == [e["mlm_loss"] for e in log(straight)]
+    # resuming needs the same batches: a changed setting is refused, with its name
+    with pytest.raises(ValueError, match="--batch-size"):
+        pretrain_chars([text_file], split, tiny(max_steps=8, batch_size=4), resume=True, progress=False)
+
+
+def test_continue_from_an_existing_canine(text_file, canine_dir, tmp_path):
+    out = tmp_path / "continued"
+    pretrain_chars([text_file], out, tiny(max_steps=2), config=str(canine_dir), progress=False)
+    assert AutoModel.from_pretrained(out).config.hidden_size == AutoModel.from_pretrained(canine_dir).config.hidden_size
+
+
+# ----------------------------------------------------------------------------- input
+def test_blank_and_very_long_lines(tmp_path):
+    path = tmp_path / "mixed.txt"
+    long_line = " ".join(f"token{i}" for i in range(3000))
+    path.write_text("\ufeff\n   \nshort line\n\n" + long_line + "\n" + "y" * 700 + "\n", encoding="utf8")
+    docs, stats = read_texts([path], max_chars=256)
+    assert stats["blank_lines"] == 3 and stats["lines"] == 3 and stats["long_lines"] == 2
+    assert docs[0] == "short line" and all(len(d) <= 256 for d in docs)
+    assert "".join(docs).replace(" ", "") == ("short line" + long_line + "y" * 700).replace(" ", "")
+    out = tmp_path / "out"
+    pretrain_chars([path], out, tiny(max_steps=2, max_chars=256), config="canine-tiny", progress=False)
+    assert (out / "model.safetensors").exists()
+
+
+@pytest.mark.parametrize(
+    "content,args,message",
+    [
+        ("\n  \n\n", [], "no text"),
+        ("some text here\n", ["--config", "bert"], "neither a preset"),
+        ("some text here\n", ["--max-steps", "0"], "budget"),
+        ("some text here\n", ["--mask-rate", "0"], "nothing to learn"),
+        ("some text here\n", ["--attacks", "smash", "--noise-rate", "0.1"], "attacks"),
+        ("some text here\n", ["--width", "60"], "divisible by 8"),
+    ],
+)
+def test_bad_input_is_a_clear_error(content, args, message, tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_text(content, encoding="utf8")
+    budget = [] if "--max-steps" in args else ["--max-steps", "1"]
+    result = runner.invoke(app, ["pretrain-chars", str(path), str(tmp_path / "o"), "--config", "canine-tiny", *budget, *args])
+    assert result.exit_code == 1, result.output
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_missing_file_and_missing_out(tmp_path):
+    result = runner.invoke(app, ["pretrain-chars", str(tmp_path / "nope.txt"), str(tmp_path / "o"), "--max-steps", "1"])
+    assert result.exit_code == 1 and "not a file" in result.output
+    result = runner.invoke(app, ["pretrain-chars", str(tmp_path / "only-one-path")])
+    assert result.exit_code == 1 and "OUT" in result.output
+
+
+def test_non_canine_directory_is_refused(text_file, bert_dir, tmp_path):
+    with pytest.raises(ValueError, match="CANINE"):
+        pretrain_chars([text_file], tmp_path / "o", tiny(max_steps=1), config=str(bert_dir), progress=False)
+    with pytest.raises(PretrainDataError):
+        read_texts([text_file.parent], 100)
