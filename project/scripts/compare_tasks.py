@@ -1,0 +1,129 @@
+"""One table across the paper's tasks: entangle (each side) vs the spacy-transformers baseline.
+
+    python project/scripts/compare_tasks.py [--root project] [--preset cpu|paper]
+        [--output project/metrics/compare_tasks.md]
+
+Reads the dev metrics that each project has written so far (tasks that have not run are
+left out with a note):
+  WNUT-17 NER          ROOT/metrics/PREFIX_dev.json              (project/, `baseline` workflow)
+  Tweebank v2 POS      ROOT/tweebank/metrics/PREFIX_dev.json     (project/tweebank, `tweebank`)
+  TweetEval emotion    ROOT/tweeteval/metrics/PREFIX_dev.json    (project/tweeteval, `tweeteval`)
+  MasakhaNER           ROOT/masakhaner/metrics/PREFIX/LANG_dev.json (project/masakhaner, `masakhaner`):
+                       the macro average over the languages every model of the row has
+One line per task and score (TweetEval: macro-F1 and accuracy), one column per model:
+entangle-subword, entangle-char, entangle-mean (TweetEval's listener + mean pooling
+variant), baseline, and the difference entangle-subword − baseline in points. --preset
+paper reads the paper presets' metrics (prefixes paper and paper_baseline) instead.
+"""
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from compare_task import HEADLINE, headline, pct, read_json
+
+COLUMNS = ["entangle-subword", "entangle-char", "entangle-mean", "baseline"]
+PRESETS = {
+    "cpu": {"entangle-subword": "entangle", "entangle-char": "entangle_char", "entangle-mean": "entangle_mean",
+            "baseline": "baseline"},
+    "paper": {"entangle-subword": "paper", "baseline": "paper_baseline"},
+}
+
+
+@dataclass
+class Task:
+    title: str
+    folder: str  # relative to the root (project/)
+    kind: str  # ner | tagger | textcat
+    split: str  # what the dev split is called
+    per_language: bool = False
+
+
+TASKS = [
+    Task("WNUT-17 NER", ".", "ner", "dev"),
+    Task("Tweebank v2 POS", "tweebank", "tagger", "dev"),
+    Task("TweetEval emotion", "tweeteval", "textcat", "val"),
+    Task("MasakhaNER", "masakhaner", "ner", "dev", per_language=True),
+]
+
+
+def task_scores(root: Path, task: Task, prefixes: Dict[str, str]) -> Tuple[Dict[str, Dict[str, Optional[float]]], str]:
+    """{column: {score name: value}} of one task, and a note (languages averaged)."""
+    metrics = root / task.folder / "metrics"
+    found: Dict[str, Dict[str, Optional[float]]] = {}
+    if not task.per_language:
+        for column, prefix in prefixes.items():
+            dev = read_json(metrics / f"{prefix}_dev.json")
+            if dev is not None:
+                found[column] = headline(task.kind, dev)
+        return found, ""
+    key = HEADLINE[task.kind][0][1]
+    per_model: Dict[str, Dict[str, float]] = {}
+    for column, prefix in prefixes.items():
+        folder = metrics / prefix
+        values = {}
+        for path in sorted(folder.glob("*_dev.json")) if folder.is_dir() else []:
+            value = (read_json(path) or {}).get(key)
+            if value is not None:
+                values[path.name[: -len("_dev.json")]] = value
+        if values:
+            per_model[column] = values
+    if not per_model:
+        return {}, ""
+    common = sorted(set.intersection(*(set(v) for v in per_model.values())))
+    if not common:
+        return {}, f"{task.title}: no language evaluated with every model"
+    name = HEADLINE[task.kind][0][0]
+    for column, values in per_model.items():
+        found[column] = {name: sum(values[lang] for lang in common) / len(common)}
+    return found, f"{task.title}: macro average over {len(common)} language(s): {', '.join(common)}"
+
+
+def make_table(root: Path, preset: str) -> Tuple[List[str], List[str]]:
+    prefixes = PRESETS[preset]
+    columns = [c for c in COLUMNS if c in prefixes]
+    lines = ["| task | score | " + " | ".join(columns) + " | subword − baseline |",
+             "|---|---|" + "---:|" * (len(columns) + 1)]
+    notes = []
+    for task in TASKS:
+        found, note = task_scores(root, task, prefixes)
+        if not found:
+            notes.append(f"{task.title}: no {preset} metrics in {root / task.folder / 'metrics'} (not run), left out")
+            continue
+        if note:
+            notes.append(note)
+        for name, _ in HEADLINE[task.kind]:
+            values = {c: (found.get(c) or {}).get(name) for c in columns}
+            sub, base = values.get("entangle-subword"), values.get("baseline")
+            delta = "–" if sub is None or base is None else f"{100 * (sub - base):+.2f}"
+            cells = [task.title, f"{task.split} {name}"] + [pct(values[c]) for c in columns] + [delta]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines, notes
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    here = Path(__file__).resolve().parent.parent
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--root", type=Path, default=here, help="the WNUT-17 project folder holding the task sub-projects")
+    p.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
+    p.add_argument("--output", type=Path, default=None, help="default: ROOT/metrics/compare_tasks[_paper].md")
+    args = p.parse_args(sys.argv[1:] if argv is None else argv)
+    lines, notes = make_table(args.root, args.preset)
+    if len(lines) == 2:
+        sys.exit("✘ compare_tasks.py: no task has metrics yet: " + "; ".join(notes))
+    preset = "CPU presets (MiniLM-L6 + random-initialised CANINE stand-in)" if args.preset == "cpu" else "paper presets"
+    text = [f"Dev scores (%) of the {preset}, from each project's latest run.", "", *lines, ""]
+    text += [f"- {n}" for n in notes]
+    text.append("- entangle-mean: TweetEval only, the listener with mean pooling instead of the first-state head.")
+    name = "compare_tasks.md" if args.preset == "cpu" else "compare_tasks_paper.md"
+    out = args.output or args.root / "metrics" / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(text) + "\n", encoding="utf-8")
+    print("\n".join(text))
+    print(f"✔ saved {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
