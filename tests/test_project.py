@@ -9,7 +9,6 @@ with spacy.load in a fresh process, then the baseline + compare of the `baseline
 Each copies project/ and configs/ to a temporary folder: the checkout is never written.
 """
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +18,8 @@ import pytest
 import spacy
 import srsly
 from spacy.tokens import DocBin
+
+from _weasel import project_env, weasel
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ROOT / "project"
@@ -50,26 +51,6 @@ TINY_ENV = {
         "--training.logger.progress_bar false"
     ),
 }
-
-
-def _env(extra=None):
-    env = dict(os.environ)
-    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
-    env.update(extra or {})
-    return env
-
-
-def weasel(project: Path, command: str, vars=None, env=None, dry=False, check=True):
-    args = [sys.executable, "-m", "weasel", "run", command, str(project)]
-    if dry:
-        args.append("--dry")
-    # --vars.NAME=VALUE: one argv item per override
-    args += [f"--vars.{k}={v}" for k, v in (vars or {}).items()]
-    r = subprocess.run(args, capture_output=True, text=True, env=_env(env), cwd=project)
-    out = r.stdout + r.stderr
-    if check:
-        assert r.returncode == 0, f"weasel run {command} failed ({r.returncode}):\n{out[-6000:]}"
-    return r.returncode, out
 
 
 def _copy_project(dest: Path) -> Path:
@@ -313,7 +294,7 @@ def test_speed_side_by_side(tmp_path):
     r = subprocess.run(
         [sys.executable, PROJECT / "scripts" / "speed.py", tmp_path / "dev.spacy", f"first={tmp_path / 'a'}",
          f"missing={tmp_path / 'nope'}", f"second={tmp_path / 'b'}", "--output", out, "--repeats", "2"],
-        capture_output=True, text=True, env=_env(),
+        capture_output=True, text=True, env=project_env(),
     )
     assert r.returncode == 0, r.stderr
     assert "missing: no" in r.stdout and "speed ratio first : second" in r.stdout
@@ -361,7 +342,7 @@ def test_baseline_command(tmp_path):
     assert "Skipping 'train-baseline': nothing changed" in out
     r = subprocess.run([sys.executable, "scripts/speed.py", "corpus/dev.spacy",
                         "baseline=training/baseline/model-best", "--output", "metrics/speed.json"],
-                       cwd=project, capture_output=True, text=True, env=_env())
+                       cwd=project, capture_output=True, text=True, env=project_env())
     assert r.returncode == 0, r.stderr
     r = subprocess.run([sys.executable, "scripts/compare.py"], cwd=project, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -409,7 +390,7 @@ def test_wnut_project_end_to_end(tmp_path):
                    check=True, capture_output=True)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = _env({"PYTHONPATH": str(site)})
+    env = project_env({"PYTHONPATH": str(site)})
     shutil.rmtree(project / "backbones")  # the package must not need the backbone folders
     r = subprocess.run([sys.executable, str(project / "scripts" / "check_package.py"), "en_entangle_wnut",
                         "--output", str(tmp_path / "installed.json")],

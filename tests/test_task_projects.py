@@ -18,7 +18,6 @@ without weasel's dependency check. Each test copies the projects, project/script
 configs/ to a temporary folder: the checkout is never written.
 """
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -29,6 +28,8 @@ import pytest
 import spacy
 import srsly
 from spacy.tokens import DocBin
+
+from _weasel import project_env, weasel
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ROOT / "project"
@@ -47,25 +48,6 @@ TINY_ENV = {
         "--components.entangle.model.ffn_width 64 --nlp.batch_size 16 --training.logger.progress_bar false"
     ),
 }
-
-
-def _env(extra=None):
-    env = dict(os.environ)
-    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
-    env.update(extra or {})
-    return env
-
-
-def weasel(project: Path, command: str, vars=None, env=None, dry=False, check=True):
-    args = [sys.executable, "-m", "weasel", "run", command, str(project)]
-    if dry:
-        args.append("--dry")
-    args += [f"--vars.{k}={v}" for k, v in (vars or {}).items()]
-    r = subprocess.run(args, capture_output=True, text=True, env=_env(env), cwd=project)
-    out = r.stdout + r.stderr
-    if check:
-        assert r.returncode == 0, f"weasel run {command} failed ({r.returncode}):\n{out[-6000:]}"
-    return r.returncode, out
 
 
 def _copy(dest: Path, *names: str) -> Path:
@@ -88,7 +70,7 @@ def _config(project: Path, overrides=None):
 
 def _script(name, *args, cwd=None):
     return subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)],
-                          capture_output=True, text=True, env=_env(), cwd=cwd)
+                          capture_output=True, text=True, env=project_env(), cwd=cwd)
 
 
 # ---------------------------------------------------------------------------- fast
@@ -396,7 +378,7 @@ def _run_script(project: Path, command: str, v) -> str:
     for line in next(c for c in cfg["commands"] if c["name"] == command)["script"]:
         args = split_command(line)
         args[0] = sys.executable if args[0] == "python" else args[0]
-        r = subprocess.run(args, capture_output=True, text=True, env=_env(TINY_ENV), cwd=project)
+        r = subprocess.run(args, capture_output=True, text=True, env=project_env(TINY_ENV), cwd=project)
         assert r.returncode == 0, f"{line} failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
         out += r.stdout
     return out

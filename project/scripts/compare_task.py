@@ -46,6 +46,14 @@ def headline(task: str, scores: Optional[dict]) -> Dict[str, Optional[float]]:
     return {name: (scores or {}).get(key) for name, key in HEADLINE[task]}
 
 
+def write_report(out: Path, text: List[str]) -> None:
+    """Write the markdown report and echo it (the weasel log shows the table)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(text) + "\n", encoding="utf-8")
+    print("\n".join(text))
+    print(f"✔ saved {out}")
+
+
 def parse_rows(specs: List[str]) -> List[Tuple[str, str]]:
     rows = []
     for spec in specs:
@@ -168,11 +176,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.exit("✘ compare_task.py: no metrics to compare: " + "; ".join(notes))
     text = ([f"## {args.title}", ""] if args.title else []) + [intro, "", *lines, ""] + [f"- {n}" for n in notes]
     text.append("- train time: wall clock of `spacy train` (including its dev evaluations).")
-    out = args.output or args.metrics_dir / "compare.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(text) + "\n", encoding="utf-8")
-    print("\n".join(text))
-    print(f"✔ saved {out}")
+    write_report(args.output or args.metrics_dir / "compare.md", text)
     return 0
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from compare_task import HEADLINE, headline, pct, read_json
+from compare_task import HEADLINE, headline, pct, read_json, write_report
 
 COLUMNS = ["entangle-subword", "entangle-char", "entangle-mean", "baseline"]
 PRESETS = {
@@ -112,16 +112,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     lines, notes = make_table(args.root, args.preset)
     if len(lines) == 2:
         sys.exit("✘ compare_tasks.py: no task has metrics yet: " + "; ".join(notes))
-    preset = "CPU presets (MiniLM-L6 + random-initialised CANINE stand-in)" if args.preset == "cpu" else "paper presets"
+    preset = (
+        "CPU presets (MiniLM-L6 + a small CANINE: pretrained by `pretrain-chars` for WNUT-17, "
+        "the random-initialised stand-in for the other tasks)"
+        if args.preset == "cpu" else "paper presets"
+    )
     text = [f"Dev scores (%) of the {preset}, from each project's latest run.", "", *lines, ""]
     text += [f"- {n}" for n in notes]
     text.append("- entangle-mean: TweetEval only, the listener with mean pooling instead of the first-state head.")
     name = "compare_tasks.md" if args.preset == "cpu" else "compare_tasks_paper.md"
-    out = args.output or args.root / "metrics" / name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(text) + "\n", encoding="utf-8")
-    print("\n".join(text))
-    print(f"✔ saved {out}")
+    write_report(args.output or args.root / "metrics" / name, text)
     return 0
 
 
