@@ -23,7 +23,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import biluo_tags_to_spans, iob_to_biluo
 from spacy.vocab import Vocab
 
-from ._app import app
+from ._app import app, cli_errors
 
 TAG_RE = re.compile(r"^(?:O|[BI]-\S+)$")
 
@@ -254,12 +254,6 @@ def convert_cli(
     # fmt: on
 ) -> None:
     """Convert a CoNLL-style BIO NER file (WNUT-17, MasakhaNER) to a .spacy corpus."""
-    try:
+    with cli_errors("convert", f"{input_path} -> {output_path}"):
         stats = convert(input_path, output_path, lang=lang, sep=sep, repair_iob=repair_iob)
-    except ValueError as e:  # ConllFormatError (file:line: ...) or a bad --lang
-        typer.echo(f"✘ convert failed: {e}", err=True)
-        raise typer.Exit(code=1)
-    except OSError as e:
-        typer.echo(f"✘ convert failed: {input_path} -> {output_path}: {e}", err=True)
-        raise typer.Exit(code=1)
     typer.echo(f"✔ {input_path} -> {output_path}: {stats.summary()} [sep={stats.sep}]")

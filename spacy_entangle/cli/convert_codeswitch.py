@@ -47,7 +47,7 @@ import typer
 from spacy.tokens import Doc
 
 from ..pipeline.char_tagger import install_extensions
-from ._app import app
+from ._app import app, cli_errors
 from .convert import ConllFormatError, _get_vocab, read_lines, write_bytes_atomic, write_docbin_atomic
 
 MIXED = "MIXED"
@@ -370,17 +370,11 @@ def convert_codeswitch_cli(
     # fmt: on
 ) -> None:
     """Convert the Spanish-Wixarika code-switching annotation to char_tagger corpora."""
-    try:
+    with cli_errors("convert-codeswitch", f"{input_path} -> {output_dir}"):
         stats = convert_codeswitch(
             input_path, output_dir, dev_frac=dev_frac, test_frac=test_frac, seed=seed,
             lang=lang, strict=strict, word_tags=word_tags,
         )
-    except ValueError as e:  # CodeswitchFormatError (file:line: ...), bad fractions or --lang
-        typer.echo(f"✘ convert-codeswitch failed: {e}", err=True)
-        raise typer.Exit(code=1)
-    except OSError as e:
-        typer.echo(f"✘ convert-codeswitch failed: {input_path} -> {output_dir}: {e}", err=True)
-        raise typer.Exit(code=1)
     for warning in stats.warnings:
         typer.echo(f"⚠ {warning}", err=True)
     typer.echo(f"✔ {input_path} -> {output_dir}: {stats.summary()}")

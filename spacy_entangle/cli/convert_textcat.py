@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Union
 import typer
 from spacy.tokens import Doc
 
-from ._app import app
+from ._app import app, cli_errors
 from .convert import ConllFormatError, _get_vocab, read_lines, write_docbin_atomic
 
 
@@ -138,12 +138,6 @@ def convert_textcat_cli(
     # fmt: on
 ) -> None:
     """Convert line-aligned texts + label ids (TweetEval) to a .spacy text classification corpus."""
-    try:
+    with cli_errors("convert-textcat", f"{text_path} -> {output_path}"):
         stats = convert_textcat(text_path, labels_path, mapping_path, output_path, lang=lang)
-    except ValueError as e:  # TextcatFormatError (file:line: ...) or a bad --lang
-        typer.echo(f"✘ convert-textcat failed: {e}", err=True)
-        raise typer.Exit(code=1)
-    except OSError as e:
-        typer.echo(f"✘ convert-textcat failed: {text_path} -> {output_path}: {e}", err=True)
-        raise typer.Exit(code=1)
     typer.echo(f"✔ {text_path} -> {output_path}: {stats.summary()}")

@@ -35,7 +35,7 @@ from spacy.parts_of_speech import IDS as UPOS_IDS
 from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
-from ._app import app
+from ._app import app, cli_errors
 from .convert import ConllFormatError, _get_vocab, read_lines, write_docbin_atomic
 
 TEXT_RE = re.compile(r"^#\s*text\s*=(.*)$")
@@ -76,6 +76,12 @@ class Surface:
     words: List[Word]
     multiword: bool = False
     space_after: bool = True
+
+    @property
+    def splits(self) -> bool:
+        """A multiword token whose words spell it (``gonna`` = ``gon`` + ``na``) becomes
+        its words; otherwise it stays one unannotated token."""
+        return "".join(w.form for w in self.words) == self.form
 
 
 @dataclass
@@ -245,14 +251,13 @@ def _align(path: Path, sent: Sentence, text: str) -> Tuple[List[str], List[bool]
                 f"(the text there reads {where!r}; only whitespace may lie between tokens)",
             )
         gap(text[pos:start])
-        pieces = [w.form for w in unit.words]
-        if unit.multiword and "".join(pieces) != unit.form:
+        if unit.multiword and not unit.splits:
             words.append(unit.form)
             spaces.append(False)
             origin.append((unit, -1))
         else:
-            for i, piece in enumerate(pieces):
-                words.append(piece)
+            for i, word in enumerate(unit.words):
+                words.append(word.form)
                 spaces.append(False)
                 origin.append((unit, i))
         pos = start + len(unit.form)
@@ -306,7 +311,7 @@ def conllu_to_docs(
                 token.set_morph(word.feats)
         for unit in sent.units:
             if unit.multiword:
-                if "".join(w.form for w in unit.words) == unit.form:
+                if unit.splits:
                     stats.multiword_split += 1
                 else:
                     stats.multiword_merged += 1
@@ -342,12 +347,6 @@ def convert_conllu_cli(
     # fmt: on
 ) -> None:
     """Convert CoNLL-U to a .spacy corpus whose texts are the raw sentences (UPOS in pos_)."""
-    try:
+    with cli_errors("convert-conllu", f"{input_path} -> {output_path}"):
         stats = convert_conllu(input_path, output_path, lang=lang, tag_from=tag)
-    except ValueError as e:  # ConlluFormatError (file:line: ...) or a bad --lang
-        typer.echo(f"✘ convert-conllu failed: {e}", err=True)
-        raise typer.Exit(code=1)
-    except OSError as e:
-        typer.echo(f"✘ convert-conllu failed: {input_path} -> {output_path}: {e}", err=True)
-        raise typer.Exit(code=1)
     typer.echo(f"✔ {input_path} -> {output_path}: {stats.summary()} [tag_={tag.value}]")

@@ -16,15 +16,14 @@ mistaken for a pretrained encoder when results are reported.
 """
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterator, List, Optional
+from typing import Iterator, List, Optional
 
 import typer
 
+from ..modeling.backbones import CANINE_HASH_FUNCTIONS, canine_config, check_positive
 from ._app import app
 
 RANDOM_NOTE = "random-initialised stand-in, not pretrained"
-CANINE_HASH_FUNCTIONS = 8  # CanineConfig.num_hash_functions: width is split into 8 shards
-CANINE_DOWNSAMPLING = 4  # CanineConfig.downsampling_rate
 ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0..4: pad id 1 as in roberta-base
 
 
@@ -97,13 +96,6 @@ def _sample_iter(repeats: int = 2) -> Iterator[str]:
 
 
 # --------------------------------------------------------------------------- helpers
-def _check_positive(**values: Optional[int]) -> None:
-    """Zero or negative sizes give obscure errors deep inside transformers: say so here."""
-    for name, value in values.items():
-        if value is not None and value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value}")
-
-
 def _model_card(out: Path, title: str, body: str) -> None:
     (out / "README.md").write_text(f"# {title}\n\n{body}\n", encoding="utf8")
 
@@ -130,60 +122,6 @@ def _minilm_dir() -> Path:
 
 
 # --------------------------------------------------------------------------- builders
-def canine_config(
-    *,
-    layers: int = 2,
-    width: int = 256,
-    heads: int = 4,
-    ffn_width: Optional[int] = None,
-    max_chars: int = 2048,
-    local_stride: int = 128,
-    hash_buckets: int = 16384,
-) -> Any:
-    """A CanineConfig of the given shape, checked here rather than deep inside transformers:
-
-    - CANINE embeds each codepoint with 8 hash functions, one width/8 shard each,
-      so ``width`` must divide by 8 (and by ``heads``);
-    - transformers sizes CANINE's character *position* table by
-      ``num_hash_buckets``, not by ``max_position_embeddings``, so inputs longer than
-      ``hash_buckets`` characters fail with an IndexError: require
-      ``max_chars <= hash_buckets`` (google/canine-s uses 16384 for both);
-    - ``max_chars`` and ``local_stride`` are multiples of the downsampling rate 4.
-    """
-    from transformers import CanineConfig
-
-    _check_positive(
-        layers=layers, width=width, heads=heads, ffn_width=ffn_width,
-        max_chars=max_chars, local_stride=local_stride, hash_buckets=hash_buckets,
-    )
-    if width % CANINE_HASH_FUNCTIONS or width % heads:
-        raise ValueError(
-            f"CANINE width {width} must be divisible by {CANINE_HASH_FUNCTIONS} (hash functions) "
-            f"and by heads={heads}"
-        )
-    if max_chars % CANINE_DOWNSAMPLING or local_stride % CANINE_DOWNSAMPLING:
-        raise ValueError(
-            f"max_chars ({max_chars}) and local_stride ({local_stride}) must be multiples of "
-            f"CANINE's downsampling rate ({CANINE_DOWNSAMPLING})"
-        )
-    if max_chars > hash_buckets:
-        raise ValueError(
-            f"max_chars ({max_chars}) must be <= hash_buckets ({hash_buckets}): transformers' CANINE "
-            "sizes its character position table by num_hash_buckets, so longer inputs would crash"
-        )
-    return CanineConfig(
-        hidden_size=width,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=ffn_width or 4 * width,
-        max_position_embeddings=max_chars,
-        local_transformer_stride=local_stride,
-        num_hash_buckets=hash_buckets,
-        num_hash_functions=CANINE_HASH_FUNCTIONS,
-        downsampling_rate=CANINE_DOWNSAMPLING,
-    )
-
-
 def make_random_canine(
     out: Path,
     *,
@@ -246,7 +184,7 @@ def make_random_subword(
     the built-in sample (pad id 1 like roberta-base; ``vocab_size`` is its target)."""
     from transformers import AutoTokenizer, BertConfig, BertModel, RobertaConfig, RobertaModel, RobertaTokenizerFast
 
-    _check_positive(
+    check_positive(
         layers=layers, width=width, heads=heads, ffn_width=ffn_width, max_length=max_length,
         vocab_size=vocab_size,
     )

@@ -7,8 +7,7 @@ import typer
 
 from ..noise import ATTACKS
 from ..pretraining import PRESETS, PretrainSettings, pretrain_chars
-from ..pretraining.data import PretrainDataError
-from ._app import app
+from ._app import app, cli_errors
 
 
 @app.command("pretrain-chars")
@@ -57,11 +56,8 @@ def pretrain_chars_cli(
         attacks=[a.strip() for a in attacks.split(",") if a.strip()], vocab_size=vocab_size,
         max_chars=max_chars, checkpoint_every=checkpoint_every, log_every=log_every,
     )
-    try:
+    with cli_errors("pretrain-chars", f"{', '.join(map(str, texts))} -> {out}"):  # PretrainDataError is a ValueError
         entry = pretrain_chars(texts, out, settings, config=config,
                                shape=dict(layers=layers, width=width, heads=heads), resume=resume, device=device)
-    except (PretrainDataError, ValueError, OSError) as err:
-        typer.echo(f"✘ pretrain-chars: {err}", err=True)
-        raise typer.Exit(code=1)
     figures = ", ".join(f"{k} {v}" for k, v in entry.items() if k != "lr")
     typer.echo(f"✔ Wrote {out} (use it as char_backbone): {figures}")

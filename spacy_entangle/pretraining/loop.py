@@ -17,6 +17,7 @@ import numpy
 import torch
 from tqdm import tqdm
 
+from ..modeling.backbones import canine_config
 from ..noise import ATTACKS, check_attacks
 from .data import CharVocab, PretrainDataError, epoch_batches, make_batch, read_texts, split_dev
 from .model import CharPretrainer
@@ -75,8 +76,6 @@ def new_encoder(config: str, seed: int, **shape: Optional[int]) -> torch.nn.Modu
     """A preset (random weights under ``seed``) or an existing CANINE directory / hub name
     whose weights are the starting point (continued pretraining on the user's text)."""
     from transformers import AutoConfig, AutoModel, CanineModel
-
-    from ..cli.init_backbone import canine_config
 
     if config in PRESETS:
         sizes = {**PRESETS[config], **{k: v for k, v in shape.items() if v is not None}}
