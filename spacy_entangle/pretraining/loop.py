@@ -180,7 +180,7 @@ def _save_checkpoint(path: Path, model: CharPretrainer, optimizer: Any, schedule
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _log_lines(log_path: Path, upto_step: int) -> None:
+def _truncate_log(log_path: Path, upto_step: int) -> None:
     """On resume, drop log lines written after the checkpoint (they will be redone)."""
     if not log_path.exists():
         return
@@ -250,7 +250,7 @@ def pretrain_chars(
         torch.set_rng_state(saved["torch_rng"])
         if saved.get("cuda_rng") is not None and dev.type == "cuda":
             torch.cuda.set_rng_state_all(saved["cuda_rng"])
-        _log_lines(out / LOG_NAME, state["step"])
+        _truncate_log(out / LOG_NAME, state["step"])
     else:
         torch.manual_seed(settings.seed)  # dropout masks: same seed, same run
     lengths = [len(d) for d in train_docs]
