@@ -269,14 +269,22 @@ def test_compare_noisy_columns(tmp_path):
 @needs_wnut
 def test_dry_run_of_robustness(tmp_path):
     project = _copy_project(tmp_path)
-    _, out = weasel(project, "robustness", {"wnut17_dir": str(WNUT)}, dry=True)
+    overrides = {"wnut17_dir": str(WNUT), "aug_level": 0.4, "aug_rate": 0.25, "aug_side": "subword"}
+    _, out = weasel(project, "robustness", overrides, dry=True)
     for part in [
         "perturb corpus/dev.spacy corpus/dev_noise0.5.spacy --rate 0.5 --seed 0",
         "scripts/evaluate_noisy.py corpus/dev_noise0.1.spacy",
         "--model baseline=training/baseline/model-best",
+        "--model baseline_aug=training/baseline-aug/model-best",
         "scripts/compare.py",
     ]:
         assert part in out, part
+    # entangle and the baseline are trained with the same augmenter settings (the variables)
+    augmenter = '{"@augmenters":"spacy-entangle.char_noise_augmenter.v1","level":0.4,"rate":0.25}'
+    trainings = [line for line in out.splitlines() if "spacy train" in line and augmenter in line]
+    assert [("training/entangle-aug" in t, "training/baseline-aug" in t) for t in trainings] == [
+        (True, False), (False, True)]
+    assert "--components.ner.model.tok2vec.side subword" in trainings[0]
 
 
 def test_speed_side_by_side(tmp_path):
