@@ -3,7 +3,7 @@ from typing import List, Optional
 
 from spacy.tokens import Doc
 from spacy.util import registry
-from thinc.api import Linear, Logistic, Model, Ragged, Softmax, chain, reduce_first, with_array
+from thinc.api import Dropout, Linear, Logistic, Model, Ragged, Softmax, chain, reduce_first, with_array
 from thinc.types import Floats2d
 
 from .data import EntangleData
@@ -115,14 +115,22 @@ def TextCatCls_v1(
     nO: Optional[int] = None,
     dropout: float = 0.1,
 ) -> Model[List[Doc], Floats2d]:
-    """The paper's classification head: the first state of ``side`` -> Linear -> tanh
-    -> Linear (softmax if exclusive, else sigmoid)."""
+    """The paper's classification head: the first state of ``side`` -> dropout ->
+    Linear -> tanh -> dropout -> Linear (softmax if exclusive, else sigmoid), the
+    order of RoBERTa's classification head.
+
+    dropout: the rate of the two Dropout layers until something sets it. spaCy's
+    convention applies: a component's update sets every layer's rate to the
+    training dropout (``[training] dropout``, ``nlp.update(drop=...)``), so that
+    is the rate used in training; prediction never drops anything."""
     if side not in ("subword", "char"):
         raise ValueError(f"TextCatCls side must be 'subword' or 'char', got {side!r}")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"TextCatCls dropout must be in [0, 1), got {dropout!r}")
     listener = EntangleListener(upstream, (side,))
     output = Softmax(nO=nO) if exclusive_classes else chain(Linear(nO=nO), Logistic())
     hidden = Linear()
-    model = chain(listener, entangle_first_state(side), hidden, Tanh(), output)
+    model = chain(listener, entangle_first_state(side), Dropout(dropout), hidden, Tanh(), Dropout(dropout), output)
     chain_init = model.init
 
     def init(model: Model, X=None, Y=None) -> None:

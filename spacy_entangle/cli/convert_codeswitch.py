@@ -327,7 +327,9 @@ def convert_codeswitch(
     word_tags: bool = True,
 ) -> CodeswitchStats:
     """Write OUT_DIR/{train,dev,test}.spacy (DocBins with user data: doc._.char_tags)
-    and OUT_DIR/splits.json; a split with no post is not written. Returns the stats."""
+    and OUT_DIR/splits.json; a split with no post is not written (and an earlier run's
+    file of that split is removed, so the folder always matches splits.json). Returns
+    the stats."""
     input_path, output_dir = Path(input_path), Path(output_dir)
     stats = CodeswitchStats()
     vocab = _get_vocab(lang)
@@ -339,8 +341,14 @@ def convert_codeswitch(
     for name in SPLITS:
         stats.split_posts[name] = len(splits[name])
         stats.split_mixed[name] = sum(w.is_mixed for p in splits[name] for w in p.words)
+        path = output_dir / f"{name}.spacy"
         if docs[name]:
-            write_docbin_atomic(docs[name], output_dir / f"{name}.spacy", store_user_data=True)
+            write_docbin_atomic(docs[name], path, store_user_data=True)
+        elif path.exists():
+            # a split this run does not make: an earlier run's file would hold posts
+            # that are now in another split
+            path.unlink()
+            stats.warnings.append(f"removed {path} from an earlier run: this run has no {name} split")
     meta = {
         "source": str(input_path),
         "sha256": hashlib.sha256(input_path.read_bytes()).hexdigest(),

@@ -16,6 +16,8 @@ from ..tokenization import WindowGetter, WindowInput, prepare_docs
 from ..tokenization.windows import configure_windows
 from .shim import EntangleShim
 
+CHUNK_SPREAD = 1.25  # longest / shortest padded window in one chunk
+
 
 def EntangleModel(
     char_backbone: str,
@@ -32,6 +34,10 @@ def EntangleModel(
     window_getter: Optional[WindowGetter] = None,
     max_batch_chars: int = 16384,
 ) -> Model[List[Doc], List[EntangleData]]:
+    check_settings(
+        n_coattention=n_coattention, hidden_width=hidden_width, n_heads=n_heads, ffn_width=ffn_width,
+        dropout=dropout, backbone_lr_scale=backbone_lr_scale, max_batch_chars=max_batch_chars,
+    )
     if hidden_width is not None and n_heads is not None and hidden_width % n_heads:
         raise ValueError(
             f"hidden_width={hidden_width} is not divisible by n_heads={n_heads} "
@@ -68,6 +74,31 @@ def EntangleModel(
     )
 
 
+def check_settings(
+    *,
+    n_coattention: int,
+    hidden_width: Optional[int],
+    n_heads: Optional[int],
+    ffn_width: Optional[int],
+    dropout: float,
+    backbone_lr_scale: float,
+    max_batch_chars: int,
+) -> None:
+    """Refuse bad sizes when the model is built (spaCy's config checks and add_pipe
+    fail here), not at the first prediction: only null means "default"."""
+    where = "spacy-entangle.EntangleModel.v1"
+    sizes = {"hidden_width": hidden_width, "n_heads": n_heads, "ffn_width": ffn_width, "max_batch_chars": max_batch_chars}
+    for name, value in sizes.items():
+        if value is not None and value < 1:
+            raise ValueError(f"{where}: {name} must be a positive integer or null (the default), got {value}")
+    if n_coattention < 0:
+        raise ValueError(f"{where}: n_coattention must be >= 0, got {n_coattention}")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"{where}: dropout must be in [0, 1), got {dropout}")
+    if backbone_lr_scale < 0:
+        raise ValueError(f"{where}: backbone_lr_scale must be >= 0, got {backbone_lr_scale}")
+
+
 def init(model: Model, X: Any = None, Y: Any = None) -> None:
     shim: EntangleShim = model.shims[0]
     if not shim.is_built:
@@ -76,15 +107,22 @@ def init(model: Model, X: Any = None, Y: Any = None) -> None:
 
 
 def _chunks(windows: Sequence[WindowInput], budget: int, pad_len: Callable[[int], int]) -> List[List[int]]:
-    """Window indices grouped by length, each group's padded area within budget."""
+    """Window indices grouped by length: each group's padded area within ``budget``
+    and its longest window at most ``CHUNK_SPREAD`` x (+ 16) its shortest, so short
+    docs are not padded to a long neighbour's length (tweets in one batch of 64 ran
+    at 2.9x their own area, 6x their attention). The outputs do not depend on the
+    grouping (padding invariance)."""
     order = sorted(range(len(windows)), key=lambda i: len(windows[i].char_ids))
     chunks: List[List[int]] = []
     current: List[int] = []
+    shortest = 0
     for i in order:
-        longest = pad_len(len(windows[i].char_ids))
-        if current and longest * (len(current) + 1) > budget:
+        length = pad_len(len(windows[i].char_ids))
+        if current and (length * (len(current) + 1) > budget or length > CHUNK_SPREAD * shortest + 16):
             chunks.append(current)
             current = []
+        if not current:
+            shortest = length
         current.append(i)
     if current:
         chunks.append(current)
@@ -110,15 +148,17 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Entangl
     ops = model.ops
     need = tuple(model.attrs["sides"])
     need_sub, need_char = "subword" in need, "char" in need
-    windows, aligns = prepare_docs(docs, shim.subwords, shim.chars, model.attrs["get_windows"])
     chars = shim.chars
+    with torch.profiler.record_function("entangle.prepare"):
+        windows, aligns = prepare_docs(docs, shim.subwords, chars, model.attrs["get_windows"])
+        chunks = _chunks(windows, model.attrs["max_batch_chars"], chars.padded_length)
     device = get_torch_default_device()
     width = model.get_dim("nO")
 
     win_sub: List[Any] = [None] * len(windows)
     win_char: List[Any] = [None] * len(windows)
-    callbacks = []
-    for chunk in _chunks(windows, model.attrs["max_batch_chars"], chars.padded_length):
+    trained: List[Tuple[List[int], Any, Any]] = []  # (chunk, S, C) kept for the backward pass
+    for chunk in chunks:
         subs = [windows[i].sub_ids for i in chunk]
         chs = [windows[i].char_ids for i in chunk]
         sub_ids, sub_mask = _pad(subs, max(len(s) for s in subs), shim.subwords.pad_id)
@@ -128,7 +168,7 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Entangl
             args=tuple(torch.from_numpy(a).to(device) for a in (sub_ids, sub_mask, char_ids, char_mask)),
             kwargs={"need_subword": need_sub, "need_char": need_char},
         )
-        (S, C), bp = shim(inputs, is_train)
+        (S, C), _ = shim(inputs, is_train)
         S_xp = torch2xp(S) if S is not None else None
         C_xp = torch2xp(C) if C is not None else None
         for j, i in enumerate(chunk):
@@ -136,54 +176,58 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Entangl
                 win_sub[i] = S_xp[j, : len(subs[j])]
             if C_xp is not None:
                 win_char[i] = C_xp[j, : len(chs[j])]
-        callbacks.append((chunk, S, C, [len(s) for s in subs], [len(c) for c in chs], bp))
+        if is_train:
+            trained.append((chunk, S, C))
 
-    # windows are in doc order: gather each doc's rows
+    # windows are in doc order: gather each doc's rows (a copy: a doc must not keep
+    # the whole padded chunk alive through a view)
     by_doc: Dict[int, List[int]] = {}
     for i, w in enumerate(windows):
         by_doc.setdefault(w.doc_index, []).append(i)
     outputs = []
     for d, align in enumerate(aligns):
         idx = by_doc.get(d, [])
-        sub = _concat(ops, [win_sub[i] for i in idx], width) if need_sub else None
-        char = _concat(ops, [win_char[i] for i in idx], width) if need_char else None
+        sub = _gather(ops, [win_sub[i] for i in idx], width) if need_sub else None
+        char = _gather(ops, [win_char[i] for i in idx], width) if need_char else None
         outputs.append(EntangleData(subword=sub, char=char, align=align))
 
     def backprop(d_outputs: List[EntangleData]) -> List[Doc]:
         # doc-level gradients -> per-window slices -> padded chunk gradients
-        d_win_sub: List[Any] = [None] * len(windows)
-        d_win_char: List[Any] = [None] * len(windows)
+        d_win = {"subword": [None] * len(windows), "char": [None] * len(windows)}
         for d, d_out in enumerate(d_outputs):
-            idx = by_doc.get(d, [])
-            for store, grad, key in ((d_win_sub, d_out.subword, "sub"), (d_win_char, d_out.char, "char")):
+            for side, store in d_win.items():
+                grad = getattr(d_out, side)
                 if grad is None:
                     continue
                 start = 0
-                for i in idx:
-                    n = len(windows[i].sub_ids) if key == "sub" else len(windows[i].char_ids)
+                for i in by_doc.get(d, []):
+                    n = len(windows[i].sub_ids) if side == "subword" else len(windows[i].char_ids)
                     store[i] = grad[start : start + n]
                     start += n
-        for chunk, S, C, sub_lens, char_lens, bp in callbacks:
-            tensors, grads = [], []
-            for out, store, lens in ((S, d_win_sub, sub_lens), (C, d_win_char, char_lens)):
+        # every chunk's outputs and gradients go into ONE backward call: the gradient
+        # (loss) scaling of mixed precision is applied once per update, not per chunk
+        tensors, grads = [], []
+        for chunk, S, C in trained:
+            for out, store in ((S, d_win["subword"]), (C, d_win["char"])):
                 if out is None or all(store[i] is None for i in chunk):
                     continue
                 dY = ops.alloc3f(*out.shape)
                 for j, i in enumerate(chunk):
                     if store[i] is not None:
-                        dY[j, : lens[j]] = store[i]
+                        dY[j, : len(store[i])] = store[i]
                 tensors.append(out)
                 grads.append(xp2torch(dY, device=out.device))
-            if tensors:
-                bp(ArgsKwargs(args=(tuple(tensors),), kwargs={"grad_tensors": tuple(grads)}))
+        if tensors:
+            shim.backward(tensors, grads)
         return []
 
     return outputs, backprop
 
 
-def _concat(ops, parts: List[Any], width: int):
+def _gather(ops, parts: List[Any], width: int):
+    """One doc's rows, window after window, as an array of its own."""
     if not parts:
         return ops.alloc2f(0, width)
     if len(parts) == 1:
-        return parts[0]
+        return parts[0].copy()
     return ops.xp.concatenate(parts, axis=0)

@@ -4,6 +4,7 @@ from typing import Any, Optional, Tuple
 
 import torch
 from torch import nn
+from torch.profiler import record_function
 
 from .coattention import CoAttentionModule, check_heads
 
@@ -36,13 +37,15 @@ class EntangleEncoder(nn.Module):
         self.subword_encoder = subword_encoder
         sub_width = subword_encoder.config.hidden_size
         char_width = char_encoder.config.hidden_size
-        width = width or sub_width
+        width = sub_width if width is None else width
         if n_heads is None:
             n_heads = getattr(subword_encoder.config, "num_attention_heads", None)
             if n_heads is None or width % n_heads:
                 n_heads = next(h for h in (16, 12, 8, 6, 4, 2, 1) if width % h == 0)
+        if width < 1 or (ffn_width is not None and ffn_width < 1):
+            raise ValueError(f"co-attention width ({width}) and ffn_width ({ffn_width}) must be positive")
         check_heads(width, n_heads)
-        ffn_width = ffn_width or 4 * width
+        ffn_width = 4 * width if ffn_width is None else ffn_width
         self.width = width
         self.n_coattention = n_coattention
         self.sub_proj = nn.Linear(sub_width, width) if sub_width != width else nn.Identity()
@@ -74,16 +77,23 @@ class EntangleEncoder(nn.Module):
         char-only baseline: CANINE alone, no subword encoder, no co-attention)."""
         m = self.n_coattention
         hs = hc = None
+        # record_function labels: the per-stage split of benchmarks/speed.py (free when
+        # no profiler runs)
         if need_subword or m > 0:
-            hs = self.sub_proj(self.subword_encoder(input_ids=sub_ids, attention_mask=sub_mask).last_hidden_state)
+            with record_function("entangle.subword_encoder"):
+                out = self.subword_encoder(input_ids=sub_ids, attention_mask=sub_mask).last_hidden_state
+                hs = self.sub_proj(out)
         if need_char or m > 0:
-            hc = self.char_proj(self.char_encoder(input_ids=char_ids, attention_mask=char_mask).last_hidden_state)
+            with record_function("entangle.char_encoder"):
+                out = self.char_encoder(input_ids=char_ids, attention_mask=char_mask).last_hidden_state
+                hc = self.char_proj(out)
         sub_pad = sub_mask == 0
         char_pad = char_mask == 0
-        for i, (sub_layer, char_layer) in enumerate(zip(self.sub_layers, self.char_layers)):
-            last = i == m - 1
-            new_s = sub_layer(hs, sub_pad, hc, char_pad) if (need_subword or not last) else None
-            new_c = char_layer(hc, char_pad, hs, sub_pad) if (need_char or not last) else None
-            hs, hc = new_s, new_c
+        with record_function("entangle.coattention"):
+            for i, (sub_layer, char_layer) in enumerate(zip(self.sub_layers, self.char_layers)):
+                last = i == m - 1
+                new_s = sub_layer(hs, sub_pad, hc, char_pad) if (need_subword or not last) else None
+                new_c = char_layer(hc, char_pad, hs, sub_pad) if (need_char or not last) else None
+                hs, hc = new_s, new_c
         # float32 out, also under autocast: the thinc side works in float32
         return (hs.float() if need_subword else None), (hc.float() if need_char else None)

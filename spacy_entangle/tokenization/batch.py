@@ -5,6 +5,11 @@ Alignment rules (documented in the README):
   (a piece spanning two spaCy tokens belongs to both). A token with no piece of its
   own (a whitespace token, characters the tokenizer drops) maps to the nearest
   piece before it in its window, or to the window's first special piece ([CLS]).
+  Zero-width pieces (RoBERTa's lone ``Ġ`` on a double space, offsets trimmed) stay in
+  the encoder input, exactly as the tokenizer made it, but are never aligned to.
+- windows are budgeted by piece index: every piece that starts inside a window's
+  text counts, whitespace pieces included, so a window never holds more pieces than
+  its budget and never clips its last tokens.
 - char side: a token maps to its own characters (codepoint offsets), always >= 1.
 Rows index the doc's concatenated window outputs: window after window, specials
 included, padding excluded.
@@ -94,10 +99,8 @@ def _prepare_doc(
     arr = doc.to_array([IDX, LENGTH]).astype("int64")
     starts, lens = arr[:, 0], arr[:, 1]
     ends = starts + lens
-    # drop zero-width pieces: they carry no text
-    plen = offsets[:, 1] - offsets[:, 0]
-    keep = plen > 0
-    ids, offsets, plen = ids[keep], offsets[keep], plen[keep]
+    # zero-width pieces stay in the input; they get no (piece, token) pair below
+    plen = numpy.maximum(offsets[:, 1] - offsets[:, 0], 0)
     piece_starts = offsets[:, 0]
     # char -> token (-1 between tokens)
     c2t = numpy.full(len(text), -1, dtype="int64")
@@ -113,7 +116,12 @@ def _prepare_doc(
         pair_piece, pair_tok = pair_piece[new], pair_tok[new]
         order = numpy.lexsort((pair_piece, pair_tok))
         pair_piece, pair_tok = pair_piece[order], pair_tok[order]
-    pieces_per_token = numpy.bincount(pair_tok, minlength=n)
+    # the budget counts pieces by index: token t is charged every piece that starts
+    # after the previous token's end and before its own end (whitespace pieces too),
+    # an upper bound of what a window starting or ending at t holds
+    pieces_before_end = numpy.searchsorted(piece_starts, ends, side="left")
+    pieces_before_end[-1] = len(ids)  # trailing (whitespace) pieces go with the last token
+    pieces_per_token = numpy.diff(pieces_before_end, prepend=0)
 
     piece_budget, char_budget = get_windows.budgets(
         (subwords.max_length, subwords.n_special), (chars.max_length, 2)
@@ -124,8 +132,13 @@ def _prepare_doc(
     n_w = len(spans)
     cs = numpy.array([starts[t0] for t0, _ in spans], dtype="int64")
     ce = numpy.array([min(ends[t1 - 1], starts[t0] + char_budget) for t0, t1 in spans], dtype="int64")
-    p0 = numpy.searchsorted(piece_starts, cs, side="left")
-    p1 = numpy.minimum(numpy.searchsorted(piece_starts, ce, side="left"), p0 + piece_budget)
+    # a window's pieces start right after the previous token's end: the space pieces
+    # in a gap between tokens go with the token after it, as the budget counted them
+    first_tok = numpy.array([t0 for t0, _ in spans], dtype="int64")
+    p0 = numpy.where(first_tok > 0, pieces_before_end[numpy.maximum(first_tok - 1, 0)], 0)
+    p1 = numpy.searchsorted(piece_starts, ce, side="left")
+    p1[[t1 == n for _, t1 in spans]] = len(ids)  # the last window takes the trailing pieces
+    p1 = numpy.minimum(p1, p0 + piece_budget)
     window_inputs = []
     sub_off = numpy.zeros(n_w, dtype="int64")
     char_off = numpy.zeros(n_w, dtype="int64")
@@ -147,7 +160,10 @@ def _prepare_doc(
     lonely = numpy.nonzero(sub_lengths == 0)[0]
     if len(lonely):
         lw = home[lonely]
-        before = numpy.searchsorted(piece_starts, starts[lonely], side="left") - 1
+        wide = numpy.nonzero(plen > 0)[0]  # fall back on a piece that holds text
+        k = numpy.searchsorted(piece_starts[wide], starts[lonely], side="left") - 1
+        before = wide[numpy.maximum(k, 0)] if len(wide) else numpy.zeros_like(k)
+        before = numpy.where(k >= 0, before, -1)
         inside = (before >= p0[lw]) & (before < p1[lw])
         rows_b = numpy.where(inside, sub_off[lw] + subwords.prefix + before - p0[lw], sub_off[lw])
         tok_all = numpy.concatenate([tok_a, lonely])

@@ -23,14 +23,22 @@ class WindowGetter:
     overlap: float = 0.25
 
     def __post_init__(self):
+        # only null means "the encoder's limit": 0 or a negative size is a mistake
+        for name in ("max_pieces", "max_chars"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(
+                    f"spacy-entangle.windows.v1: {name} must be a positive integer or null "
+                    f"(the encoder's own limit), got {value}"
+                )
         if not 0.0 <= self.overlap < 1.0:
             raise ValueError(f"windows overlap must be in [0, 1), got {self.overlap}")
 
     def budgets(self, piece_limit: Tuple[int, int], char_limit: Tuple[int, int]) -> Tuple[int, int]:
         """Content budgets (specials excluded) from (encoder limit, n_special) pairs."""
         (limit_p, special_p), (limit_c, special_c) = piece_limit, char_limit
-        budget_p = min(limit_p, self.max_pieces or limit_p) - special_p
-        budget_c = min(limit_c, self.max_chars or limit_c) - special_c
+        budget_p = min(limit_p, limit_p if self.max_pieces is None else self.max_pieces) - special_p
+        budget_c = min(limit_c, limit_c if self.max_chars is None else self.max_chars) - special_c
         if budget_p < 1 or budget_c < 1:
             raise ValueError(
                 f"windows too small: max_pieces={self.max_pieces}, max_chars={self.max_chars} "
