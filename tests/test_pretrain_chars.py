@@ -3,6 +3,7 @@ output directory as a char_backbone, and bad or awkward input. Real CANINE, real
 canine-tiny (1 layer, 64 wide) on a few hundred short lines keeps each run to seconds."""
 import json
 import random
+from pathlib import Path
 
 import numpy
 import pytest
@@ -212,3 +213,151 @@ def test_non_canine_directory_is_refused(text_file, bert_dir, tmp_path):
         pretrain_chars([text_file], tmp_path / "o", tiny(max_steps=1), config=str(bert_dir), progress=False)
     with pytest.raises(PretrainDataError):
         read_texts([text_file.parent], 100)
+
+
+# ----------------------------------------------------------------------------- distillation (issue 13)
+from spacy_entangle.pretraining.data import word_spans  # noqa: E402
+from spacy_entangle.pretraining.distill import Teacher, align_words  # noqa: E402
+
+TWEET = "I ❤️ NYC 🗽 http://t.co/AbC12 #tbt @user Reconstructing everything, tonight!!"
+
+
+def distil(**kw) -> PretrainSettings:
+    """Distillation alone (no masked or reconstruction loss): the student reads noisy text."""
+    base = dict(mask_rate=0.0, noise_rate=0.3, noisy_weight=0.0, distill_weight=1.0)
+    base.update(kw)
+    return tiny(**base)
+
+
+def test_noisy_student_words_map_to_clean_teacher_words():
+    """Word i of the attacked text (what the student reads) is word i of the clean text (what
+    the teacher reads), with emoji, a URL, a hashtag, a mention and words whose length changed."""
+    vocab = CharVocab.build([TWEET], 64)
+    for seed in range(5):
+        batch = make_batch([TWEET, "short one"], vocab, numpy.random.default_rng(seed), random.Random(seed),
+                           mask_rate=0.0, noise_rate=1.0)
+        clean = TWEET.split()
+        assert [TWEET[s:e] for s, e in batch.clean_spans[0]] == clean
+        noisy = "".join(chr(c) for c in batch.input_ids[0, 1 : 1 + batch.attention_mask[0].sum() - 2])
+        noisy_words = noisy.split()
+        assert len(noisy_words) == len(clean)
+        for k, word in enumerate(noisy_words):  # the characters numbered k spell noisy word k
+            chars = "".join(chr(c) for c in batch.input_ids[0][batch.word_ids[0] == k])
+            assert chars == word
+        assert (batch.word_ids[1][batch.word_ids[1] >= 0] >= len(clean)).all()  # numbered across the batch
+        if seed == 0:
+            lengths = [(len(a), len(b)) for a, b in zip(clean, noisy_words) if a != b]
+            assert any(a != b for a, b in lengths), "no attack changed a word's length"
+        assert noisy_words[1] == "❤️" and noisy_words[3] == "🗽"  # too short to attack: kept
+    assert batch.word_ids[0, 0] == -1 and (batch.word_ids[0][batch.input_ids[0] == ord(" ")] == -1).all()
+
+
+def test_teacher_pieces_align_to_words(bert_dir):
+    teacher = Teacher(str(bert_dir), [-1])
+    spans = word_spans(TWEET)
+    enc = teacher.tokenizer(TWEET, return_offsets_mapping=True)
+    pieces = align_words(enc["offset_mapping"], spans)
+    for (start, end), mine in zip(spans, pieces):
+        assert mine, TWEET[start:end]  # every word, emoji and URL included, has a piece
+        for p in mine:
+            s, e = enc["offset_mapping"][p]
+            assert start <= s < e <= end, (TWEET[start:end], TWEET[s:e])
+    hashtag = spans[TWEET.split().index("#tbt")]
+    assert "".join(TWEET[slice(*enc["offset_mapping"][p])] for p in pieces[spans.index(hashtag)]) == "#tbt"
+    targets, found = teacher.word_states([TWEET, "a b"], [spans, word_spans("a b")])
+    assert targets.shape == (len(spans) + 2, 1, 32) and found.all()
+    teacher.max_length = 6  # words past the teacher's limit are not scored
+    _, found = teacher.word_states([TWEET], [spans])
+    assert found[:3].all() and not found[-1]
+
+
+def test_distillation_loss_falls_and_output_plugs_in(text_file, bert_dir, tmp_path):
+    out = tmp_path / "distilled"
+    result = runner.invoke(app, [
+        "pretrain-chars", str(text_file), str(out), "--config", "canine-tiny", "--max-steps", "30",
+        "--batch-size", "16", "--lr", "3e-3", "--warmup-steps", "0", "--log-every", "5", "--checkpoint-every", "15",
+        "--mask-rate", "0", "--noise-rate", "0.3", "--noisy-weight", "0", "--teacher", str(bert_dir),
+        "--teacher-layers", "0,-1",
+    ])
+    assert result.exit_code == 0, result.output
+    entries = log(out)
+    assert all("mlm_loss" not in e and "noisy_loss" not in e for e in entries)  # distillation alone
+    assert entries[-1]["distill_loss"] < 0.8 * entries[0]["distill_loss"], entries
+    assert "dev_distill_loss" in entries[-1]
+    model = AutoModel.from_pretrained(out)
+    assert isinstance(model, CanineModel)
+    record = model.config.spacy_entangle_pretraining
+    assert record["steps"] == 30 and record["stopped_by"] == "max_steps" and record["teacher"] == str(bert_dir)
+    assert "distillation" in model.config.spacy_entangle_note
+    nlp = build(out, bert_dir, components=("ner",), side="char")
+    assert all(numpy.isfinite(h["ner"]) for h in train(nlp, n_steps=2))
+
+
+def test_distilled_resume_is_exact_and_safe_to_load(text_file, bert_dir, tmp_path):
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    settings = dict(max_steps=6, decay_steps=6, teacher=str(bert_dir), mask_rate=0.15)
+    pretrain_chars([text_file], straight, distil(**settings), config="canine-tiny", progress=False)
+    pretrain_chars([text_file], split, distil(**dict(settings, max_steps=3)), config="canine-tiny", progress=False)
+    state = torch.load(split / "checkpoint" / "training_state.pt", weights_only=True)
+    assert any(k.startswith("distill.") for k in state["heads"])  # the distillation head resumes too
+    pretrain_chars([text_file], split, distil(**settings), config="canine-tiny", resume=True, progress=False)
+    assert same(weights(straight), weights(split))
+    assert [e["distill_loss"] for e in log(split)] == [e["distill_loss"] for e in log(straight)]
+    with pytest.raises(ValueError, match="--teacher-layers"):
+        pretrain_chars([text_file], split, distil(**dict(settings, max_steps=8, teacher_layers=[0])), resume=True,
+                       progress=False)
+
+
+class _Payload:
+    """Unpickling this runs code: what a tampered checkpoint could do under weights_only=False."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_resume_never_unpickles_code(text_file, tmp_path):
+    """issue 12, defect 7: the training state is read with torch.load(weights_only=True)."""
+    out = tmp_path / "o"
+    pretrain_chars([text_file], out, tiny(max_steps=2), config="canine-tiny", progress=False)
+    path = out / "checkpoint" / "training_state.pt"
+    state = torch.load(path, weights_only=True)  # what the loop writes is plain data
+    marker = tmp_path / "code-ran"
+    torch.save({**state, "extra": _Payload(marker)}, path)
+    with pytest.raises(ValueError, match="weights_only"):
+        pretrain_chars([text_file], out, tiny(max_steps=4), config="canine-tiny", resume=True, progress=False)
+    assert not marker.exists()
+
+
+def test_time_cap_is_loud_and_recorded(text_file, tmp_path):
+    out = tmp_path / "capped"
+    result = runner.invoke(app, [
+        "pretrain-chars", str(text_file), str(out), "--config", "canine-tiny", "--max-steps", "100000",
+        "--max-minutes", "0.0001", "--batch-size", "4",
+    ])
+    assert result.exit_code == 0, result.output
+    assert "STOPPED BY THE TIME CAP" in result.output
+    record = AutoModel.from_pretrained(out).config.spacy_entangle_pretraining
+    assert record["stopped_by"] == "max_minutes" and 0 < record["steps"] < record["planned_steps"] == 100000
+    assert "Stopped by the time cap" in (out / "README.md").read_text(encoding="utf8")
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--teacher", "/no/such/teacher"], "not a loadable"),
+        (["--teacher", "BERT", "--teacher-layers", "x"], "comma-separated"),
+        (["--teacher", "BERT", "--teacher-layers", "5"], "hidden states 0..1"),
+        (["--teacher", "CANINE"], "CANINE model"),
+        (["--mask-rate", "0", "--noisy-weight", "0", "--noise-rate", "0.2"], "nothing to learn"),
+        (["--teacher", "BERT", "--distill-weight", "-1"], "distill_weight"),
+    ],
+)
+def test_bad_teacher_is_a_clear_error(args, message, text_file, bert_dir, canine_dir, tmp_path):
+    args = [{"BERT": str(bert_dir), "CANINE": str(canine_dir)}.get(a, a) for a in args]
+    result = runner.invoke(app, ["pretrain-chars", str(text_file), str(tmp_path / "o"), "--config", "canine-tiny",
+                                 "--max-steps", "1", *args])
+    assert result.exit_code == 1, result.output
+    assert message in result.output and "Traceback" not in result.output

@@ -34,7 +34,6 @@ TINY_VARS = {
     "subword_backbone": "bert",
     "subword_dir": "backbones/tiny-bert",
     "char_random_dir": "backbones/tiny-canine",
-    "char_dir": "backbones/tiny-canine-pretrained",
     "pretrain_steps": 2,
     "char_layers": 1,
     "char_width": 32,
@@ -121,8 +120,24 @@ def test_project_yml_is_valid():
                 assert dep in made, f"{name}: {dep} is made by no command"
     assert (PROJECT / "meta" / "entangle_wnut.json").exists()
     # the entangle models train on the pretrained char encoder; the random one is its start
-    assert "--paths.char_backbone backbones/canine-pretrained" in train
+    assert "--paths.char_backbone backbones/canine-masked" in train
     assert "--config backbones/canine-random" in commands["pretrain-chars"]["script"][0]
+    # issue 13: the shipped char encoder is a variable; `all` pretrains the one it names
+    assert cfg["vars"]["char_encoder"] == "masked" and cfg["vars"]["char_dir"] == "backbones/canine-masked"
+    assert "backbones/canine-masked/" in commands["pretrain-chars"]["outputs"]
+    distill = commands["pretrain-distill"]["script"][0]
+    for part in ["backbones/canine-distilled --config backbones/canine-random", "--max-steps 1600",
+                 "--teacher backbones/minilm", "--teacher-layers -1"]:
+        assert part in distill, part
+    assert "--max-steps 2400" in commands["pretrain-chars"]["script"][0]
+    assert {"pretrain-chars", "pretrain-distill", "train-random", "train-distilled", "train-char-distilled"} <= set(
+        cfg["workflows"]["pretraining"])
+    assert "--paths.char_backbone backbones/canine-distilled" in commands["train-distilled"]["script"][0]
+    assert "--char-encoder backbones/canine-masked" in commands["package"]["script"][0]
+    distilled = load_project_config(PROJECT, overrides={"vars.char_encoder": "distilled"})
+    train_distilled = {c["name"]: c for c in distilled["commands"]}["train"]
+    assert "--paths.char_backbone backbones/canine-distilled" in train_distilled["script"][0]
+    assert "backbones/canine-distilled/" in train_distilled["deps"]
     for script in ["compare.py", "speed.py", "timed.py", "if_exists.py", "data.py", "package_meta.py", "check_package.py",
                    "plot_pretrain.py"]:
         assert (PROJECT / "scripts" / script).exists()
@@ -174,8 +189,8 @@ def test_dry_run_of_all(tmp_path):
         "scripts/data.py",
         "init-backbone minilm backbones/minilm",
         "init-backbone canine backbones/canine-random --layers 2 --width 256",
-        f"pretrain-chars {TWEETS}/tweets.txt backbones/canine-pretrained --config backbones/canine-random --max-steps 2400",
-        "scripts/plot_pretrain.py backbones/canine-pretrained/pretrain_log.jsonl metrics/pretrain_chars.png",
+        f"pretrain-chars {TWEETS}/tweets.txt backbones/canine-masked --config backbones/canine-random --max-steps 2400",
+        "scripts/plot_pretrain.py backbones/canine-masked/pretrain_log.jsonl metrics/pretrain_chars.png",
         "-m spacy_entangle convert",
         "--training.max_steps 7",
         "-m spacy evaluate training/entangle/model-best corpus/dev.spacy --output metrics/entangle_dev.json",
@@ -371,7 +386,7 @@ def test_wnut_project_end_to_end(tmp_path):
     for command in ["backbones", "pretrain-chars", "corpus", "train", "evaluate", "package"]:
         weasel(project, command, v, env=TINY_ENV)
     assert (project / "backbones" / "tiny-bert").is_dir() and (project / "backbones" / "tiny-canine").is_dir()
-    pretrained = json.loads((project / "backbones" / "tiny-canine-pretrained" / "config.json").read_text())
+    pretrained = json.loads((project / "backbones" / "canine-masked" / "config.json").read_text())
     assert pretrained["spacy_entangle_note"].startswith("pretrained by") and pretrained["hidden_size"] == 32
     assert (project / "metrics" / "pretrain_chars.png").read_bytes()[:4] == b"\x89PNG"
     metrics = json.loads((project / "metrics" / "entangle_dev.json").read_text())

@@ -1,6 +1,7 @@
 """Write the meta.json that `spacy package --meta-path` uses for en_entangle_wnut.
 
     python scripts/package_meta.py BASE_META.json OUT.json [--metrics metrics/entangle_dev.json]
+                                   [--char-encoder backbones/canine-masked]
 
 BASE_META.json holds the hand-written fields (description, licence, sources). Added here:
   requirements  spacy-entangle with the installed version's minor range (spaCy also
@@ -8,6 +9,11 @@ BASE_META.json holds the hand-written fields (description, licence, sources). Ad
                 when the plugin is not installed as a distribution, e.g. run from a checkout)
   performance   the `spacy evaluate` scores (replaces the training loop's dev scores in
                 model-best/meta.json, which spaCy would otherwise copy)
+  char_encoder  how the character encoder was pretrained (`pretrain-chars` writes it into its
+                config.json): objectives, teacher, the steps actually run and the planned
+                ones, and what stopped it. A run cut short by its time cap is also said in
+                the description and on the console: the budget is in steps, so a shorter
+                run means a different (weaker) encoder than the project states.
 Everything else (lang, pipeline, labels, spacy_version) still comes from the model's meta.
 """
 import argparse
@@ -29,11 +35,22 @@ def plugin_requirement() -> str:
     return f"spacy-entangle>={v},<{major}.{int(minor) + 1}.0"
 
 
+def char_encoder_record(path: Path) -> dict:
+    """The pretraining record of a char encoder directory ({} for one that `pretrain-chars`
+    did not make, e.g. the random stand-in, with its note when it has one)."""
+    config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    record = dict(config.get("spacy_entangle_pretraining") or {})
+    if config.get("spacy_entangle_note"):
+        record["note"] = config["spacy_entangle_note"]
+    return record
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("base", type=Path)
     p.add_argument("output", type=Path)
     p.add_argument("--metrics", type=Path, default=None)
+    p.add_argument("--char-encoder", type=Path, default=None, help="the char_backbone directory the model trained with")
     args = p.parse_args(argv)
     meta = json.loads(args.base.read_text(encoding="utf-8"))
     reqs = [r for r in meta.get("requirements", []) if not r.startswith("spacy-entangle")]
@@ -43,6 +60,16 @@ def main(argv=None):
         meta["performance"] = {
             k: v for k, v in scores.items() if k.startswith(("ents_", "token_")) or k == "speed"
         }
+    if args.char_encoder is not None:
+        if not (args.char_encoder / "config.json").exists():
+            print(f"✘ {args.char_encoder}/config.json not found: pass the char encoder directory", file=sys.stderr)
+            return 1
+        record = meta["char_encoder"] = char_encoder_record(args.char_encoder)
+        if record.get("stopped_by") == "max_minutes" and record.get("planned_steps"):
+            cut = (f"Its character encoder was STOPPED BY THE TIME CAP after {record['steps']} of "
+                   f"{record['planned_steps']} pretraining steps.")
+            meta["description"] = f"{meta.get('description', '').rstrip()} {cut}".strip()
+            print(f"⚠ {cut} (recorded in the package meta)", file=sys.stderr)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     print(f"✔ {args.output}: requirements {meta['requirements']}")

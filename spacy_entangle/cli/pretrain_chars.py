@@ -7,6 +7,7 @@ import typer
 
 from ..noise import ATTACKS
 from ..pretraining import PRESETS, PretrainSettings, pretrain_chars
+from ..pretraining.distill import parse_layers
 from ._app import app, cli_errors
 
 
@@ -28,6 +29,10 @@ def pretrain_chars_cli(
     mask_rate: float = typer.Option(0.15, help="Share of characters hidden in spans (masked objective; 0 = off)"),
     noise_rate: float = typer.Option(0.0, help="Share of words attacked for the CharBERT-style noisy objective (0 = off)"),
     attacks: str = typer.Option(",".join(ATTACKS), help="Attacks of the noisy objective"),
+    noisy_weight: float = typer.Option(1.0, help="Loss weight of noisy-word reconstruction (0: the attacks only feed the student noisy text)"),
+    teacher: Optional[str] = typer.Option(None, "--teacher", help="Distil this Hugging Face encoder (directory or hub name, fast tokenizer): the student's word states learn to predict the teacher's on the clean text"),
+    teacher_layers: str = typer.Option("-1", "--teacher-layers", help="Teacher hidden states to distil, comma-separated (-1: last layer, 0: embeddings)"),
+    distill_weight: float = typer.Option(1.0, help="Loss weight of the distillation (0: off)"),
     vocab_size: int = typer.Option(1024, help="Output classes of the prediction head (most frequent characters + UNK + end-of-word)"),
     max_chars: int = typer.Option(512, help="Longer lines are cut at whitespace into several documents"),
     checkpoint_every: int = typer.Option(500, help="Checkpoint (and held-out evaluation) every N steps"),
@@ -36,8 +41,9 @@ def pretrain_chars_cli(
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU id, -1 for CPU"),
     # fmt: on
 ) -> None:
-    """Masked character-span prediction (+ optional noisy-word reconstruction) over the
-    encoder's per-character outputs. Writes a Hugging Face directory for char_backbone."""
+    """Masked character-span prediction (+ optional noisy-word reconstruction, + optional
+    distillation of a subword teacher's word states) over the encoder's per-character
+    outputs. Writes a Hugging Face directory for char_backbone."""
     if len(paths) < 2:
         typer.echo("✘ pretrain-chars: give at least one TEXT file and the OUT directory", err=True)
         raise typer.Exit(code=1)
@@ -50,14 +56,23 @@ def pretrain_chars_cli(
             typer.echo(f"✘ pretrain-chars: --gpu-id {gpu_id} but CUDA is not available", err=True)
             raise typer.Exit(code=1)
         device = f"cuda:{gpu_id}"
+    with cli_errors("pretrain-chars", "--teacher-layers"):
+        distilled_layers = parse_layers(teacher_layers)
     settings = PretrainSettings(
         max_steps=max_steps, max_minutes=max_minutes, decay_steps=decay_steps, seed=seed, batch_size=batch_size, lr=lr,
         warmup_steps=warmup_steps, mask_rate=mask_rate, noise_rate=noise_rate,
         attacks=[a.strip() for a in attacks.split(",") if a.strip()], vocab_size=vocab_size,
-        max_chars=max_chars, checkpoint_every=checkpoint_every, log_every=log_every,
+        max_chars=max_chars, checkpoint_every=checkpoint_every, log_every=log_every, noisy_weight=noisy_weight,
+        teacher=teacher, teacher_layers=distilled_layers, distill_weight=distill_weight,
     )
     with cli_errors("pretrain-chars", f"{', '.join(map(str, texts))} -> {out}"):  # PretrainDataError is a ValueError
         entry = pretrain_chars(texts, out, settings, config=config,
                                shape=dict(layers=layers, width=width, heads=heads), resume=resume, device=device)
-    figures = ", ".join(f"{k} {v}" for k, v in entry.items() if k != "lr")
+    figures = ", ".join(f"{k} {v}" for k, v in entry.items() if k not in ("lr", "stopped_by", "planned_steps"))
     typer.echo(f"✔ Wrote {out} (use it as char_backbone): {figures}")
+    if entry["stopped_by"] == "max_minutes" and max_steps:
+        typer.echo(
+            f"⚠ pretrain-chars: STOPPED BY THE TIME CAP (--max-minutes {max_minutes}) after {entry['step']} of "
+            f"{max_steps} steps: this encoder had less training than planned (recorded in {out}/config.json). "
+            f"Finish it with --resume and a larger --max-minutes.", err=True,
+        )

@@ -11,6 +11,9 @@ batches an uninterrupted one would.
 - ``noisy_example``: CharBERT's noisy-LM idea at character level. Words are attacked with
   spacy_entangle.noise (drop/add/swap/keyboard); each character position of an attacked word
   must predict the ORIGINAL word's character at that offset (or end-of-word past its end).
+- word alignment for teacher distillation (distill.py): the attacks keep whitespace, so the
+  i-th word of the noisy text the student reads is the i-th word of the clean text the
+  teacher reads; ``Batch.word_ids`` marks each student character with its word's number.
 """
 import random
 from collections import Counter
@@ -149,6 +152,17 @@ def noisy_example(
     return "".join(out), changed
 
 
+def word_spans(text: str) -> List[Tuple[int, int]]:
+    """(start, end) codepoint offsets of the whitespace-separated words: the unit that the
+    attacks preserve, so noisy and clean texts have the same words in the same order."""
+    spans, pos = [], 0
+    for piece in _split_keep_spaces(text):
+        if not piece.isspace():
+            spans.append((pos, pos + len(piece)))
+        pos += len(piece)
+    return spans
+
+
 def _split_keep_spaces(text: str) -> List[str]:
     pieces: List[str] = []
     start = 0
@@ -162,12 +176,17 @@ def _split_keep_spaces(text: str) -> List[str]:
 @dataclass
 class Batch:
     """Padded arrays for one step: ``input_ids``/``attention_mask`` for CANINE, and the
-    class targets of each objective (IGNORE where a position is not scored)."""
+    class targets of each objective (IGNORE where a position is not scored), and for
+    distillation: the clean texts with their word spans (what the teacher reads) and, per
+    student character, the number of its word in the batch (-1 outside words)."""
 
     input_ids: numpy.ndarray
     attention_mask: numpy.ndarray
     mlm_targets: numpy.ndarray
     noisy_targets: numpy.ndarray
+    word_ids: numpy.ndarray
+    clean_texts: List[str]
+    clean_spans: List[List[Tuple[int, int]]]
 
     @property
     def n_chars(self) -> int:
@@ -203,7 +222,7 @@ def make_batch(
         swap = mask & (roll >= 0.8) & (roll < 0.9)
         if swap.any() and vocab.codepoints:
             inputs[swap] = numpy.asarray(vocab.codepoints)[np_rng.integers(0, len(vocab.codepoints), int(swap.sum()))]
-        rows.append((inputs, mlm_t, noisy_t))
+        rows.append((inputs, mlm_t, noisy_t, word_spans(noisy)))
     length = max(len(r[0]) for r in rows) + 2
     length += -length % pad_multiple
     shape = (len(rows), length)
@@ -211,14 +230,22 @@ def make_batch(
     attention = numpy.zeros(shape, dtype="int64")
     mlm = numpy.full(shape, IGNORE, dtype="int64")
     noisy_targets = numpy.full(shape, IGNORE, dtype="int64")
-    for i, (inputs, mlm_t, noisy_t) in enumerate(rows):
+    word_ids = numpy.full(shape, -1, dtype="int64")
+    clean_spans = [word_spans(text) for text in texts]
+    n_words = 0
+    for i, (inputs, mlm_t, noisy_t, spans) in enumerate(rows):
+        if len(spans) != len(clean_spans[i]):  # the attacks never split or join words
+            raise AssertionError(f"noisy text has {len(spans)} words, clean text {len(clean_spans[i])}: {texts[i]!r}")
+        for start, end in spans:
+            word_ids[i, 1 + start : 1 + end] = n_words
+            n_words += 1
         n = len(inputs)
         input_ids[i, 0], input_ids[i, n + 1] = CANINE_CLS, CANINE_SEP
         input_ids[i, 1 : n + 1] = inputs
         attention[i, : n + 2] = 1
         mlm[i, 1 : n + 1] = mlm_t
         noisy_targets[i, 1 : n + 1] = noisy_t
-    return Batch(input_ids, attention, mlm, noisy_targets)
+    return Batch(input_ids, attention, mlm, noisy_targets, word_ids, list(texts), clean_spans)
 
 
 def epoch_batches(n_docs: int, lengths: Sequence[int], batch_size: int, seed: int, epoch: int) -> List[List[int]]:

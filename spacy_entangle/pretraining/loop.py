@@ -2,7 +2,10 @@
 checkpoints that resume exactly, a JSONL log (the loss curve) and a held-out evaluation.
 
 The result is a plain Hugging Face directory (config.json + model.safetensors + model card)
-that ``char_backbone`` accepts as it is; ``OUT/checkpoint`` holds what a resume needs.
+that ``char_backbone`` accepts as it is; ``OUT/checkpoint`` holds what a resume needs, all
+of it loadable with ``torch.load(weights_only=True)`` (tensors and plain Python values: a
+checkpoint from elsewhere cannot run code). Its config.json records the steps actually run
+(``spacy_entangle_pretraining``), so a run cut short by the time cap is visible downstream.
 """
 import hashlib
 import json
@@ -11,7 +14,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy
 import torch
@@ -19,7 +22,8 @@ from tqdm import tqdm
 
 from ..modeling.backbones import canine_config
 from ..noise import ATTACKS, check_attacks
-from .data import CharVocab, PretrainDataError, epoch_batches, make_batch, read_texts, split_dev
+from .data import Batch, CharVocab, PretrainDataError, epoch_batches, make_batch, read_texts, split_dev
+from .distill import Teacher
 from .model import CharPretrainer
 
 PRETRAINED_NOTE = "pretrained by `python -m spacy_entangle pretrain-chars`"
@@ -53,6 +57,11 @@ class PretrainSettings:
     noise_rate: float = 0.0
     noisy_weight: float = 1.0
     attacks: List[str] = field(default_factory=lambda: list(ATTACKS))
+    # teacher distillation (distill.py): a Hugging Face encoder directory or hub name, the
+    # hidden states it is distilled from (-1: last layer) and the loss weight (0: off)
+    teacher: Optional[str] = None
+    teacher_layers: List[int] = field(default_factory=lambda: [-1])
+    distill_weight: float = 1.0
     vocab_size: int = 1024
     max_chars: int = 512
     dev_fraction: float = 0.01
@@ -67,9 +76,27 @@ class PretrainSettings:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not 0 <= self.mask_rate < 1:
             raise ValueError(f"mask_rate must be in [0, 1), got {self.mask_rate}")
-        if self.mask_rate == 0 and self.noise_rate == 0:
-            raise ValueError("nothing to learn: mask_rate and noise_rate are both 0")
+        for name in ("noisy_weight", "distill_weight"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
+        if self.mask_rate == 0 and (self.noise_rate == 0 or self.noisy_weight == 0) and not self.distilling:
+            raise ValueError("nothing to learn: mask_rate and noise_rate (or noisy_weight) are 0 and there is no teacher")
         check_attacks(self.noise_rate, self.attacks)
+
+    @property
+    def distilling(self) -> bool:
+        return bool(self.teacher) and self.distill_weight > 0
+
+    def objectives(self) -> List[str]:
+        """What the run learns, in words (model card, config.json, package meta)."""
+        names = []
+        if self.mask_rate:
+            names.append("masked character spans")
+        if self.noise_rate and self.noisy_weight:
+            names.append(f"noisy-word reconstruction (rate {self.noise_rate})")
+        if self.distilling:
+            names.append(f"distillation of {self.teacher} (hidden states {self.teacher_layers}, student reads noise rate {self.noise_rate})")
+        return names
 
 
 def new_encoder(config: str, seed: int, **shape: Optional[int]) -> torch.nn.Module:
@@ -111,13 +138,14 @@ def _schedule(optimizer: torch.optim.Optimizer, settings: PretrainSettings) -> A
     return get_constant_schedule_with_warmup(optimizer, settings.warmup_steps)
 
 
-def _to(batch: Any, device: torch.device) -> Dict[str, torch.Tensor]:
-    return {
-        "input_ids": torch.from_numpy(batch.input_ids).to(device),
-        "attention_mask": torch.from_numpy(batch.attention_mask).to(device),
-        "mlm_targets": torch.from_numpy(batch.mlm_targets).to(device),
-        "noisy_targets": torch.from_numpy(batch.noisy_targets).to(device),
-    }
+def _to(batch: Batch, device: torch.device, teacher: Optional[Teacher] = None) -> Dict[str, torch.Tensor]:
+    """The model's inputs; with a teacher, its word states for the clean texts too."""
+    names = ("input_ids", "attention_mask", "mlm_targets", "noisy_targets", "word_ids")
+    inputs = {name: torch.from_numpy(getattr(batch, name)).to(device) for name in names}
+    if teacher is not None:
+        targets, found = teacher.word_states(batch.clean_texts, batch.clean_spans)
+        inputs.update(word_targets=targets.to(device), word_found=found.to(device))
+    return inputs
 
 
 class Meter:
@@ -135,14 +163,16 @@ class Meter:
 
     def summary(self) -> Dict[str, float]:
         s, res = self.sums, {}
-        for name in ("mlm", "noisy"):
+        for name in ("mlm", "noisy", "distill"):
             if s.get(f"{name}_loss_w"):
                 res[f"{name}_loss"] = round(s[f"{name}_loss"] / s[f"{name}_loss_w"], 4)
-                res[f"{name}_acc"] = round(s[f"{name}_correct"] / s[f"{name}_n"], 4)
+                if f"{name}_correct" in s:
+                    res[f"{name}_acc"] = round(s[f"{name}_correct"] / s[f"{name}_n"], 4)
         return res
 
 
-def evaluate(model: CharPretrainer, docs: List[str], vocab: CharVocab, settings: PretrainSettings, device: torch.device) -> Dict[str, float]:
+def evaluate(model: CharPretrainer, docs: List[str], vocab: CharVocab, settings: PretrainSettings, device: torch.device,
+             teacher: Optional[Teacher] = None) -> Dict[str, float]:
     """Held-out losses with fixed masks and noise (the same every time: a comparable curve)."""
     if not docs:
         return {}
@@ -154,7 +184,8 @@ def evaluate(model: CharPretrainer, docs: List[str], vocab: CharVocab, settings:
         for i in range(0, len(docs), settings.batch_size):
             batch = make_batch(docs[i : i + settings.batch_size], vocab, np_rng, py_rng,
                                settings.mask_rate, settings.noise_rate, settings.attacks)
-            meter.add(model(**_to(batch, device), noisy_weight=settings.noisy_weight))
+            meter.add(model(**_to(batch, device, teacher), noisy_weight=settings.noisy_weight,
+                            distill_weight=settings.distill_weight))
     model.train(was_training)
     return {f"dev_{k}": v for k, v in meter.summary().items()}
 
@@ -166,7 +197,7 @@ def _save_checkpoint(path: Path, model: CharPretrainer, optimizer: Any, schedule
     tmp.mkdir(parents=True)
     model.encoder.save_pretrained(tmp / "encoder", safe_serialization=True)
     torch.save(
-        {"head": model.head.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+        {"heads": _heads(model), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
          "torch_rng": torch.get_rng_state(), "py_rng": state.pop("py_rng"),
          "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
         tmp / "training_state.pt",
@@ -180,6 +211,20 @@ def _save_checkpoint(path: Path, model: CharPretrainer, optimizer: Any, schedule
     shutil.rmtree(old, ignore_errors=True)
 
 
+def _heads(model: CharPretrainer) -> Dict[str, torch.Tensor]:
+    """Everything trained but the encoder (saved apart, as a Hugging Face directory)."""
+    return {k: v for k, v in model.state_dict().items() if not k.startswith("encoder.")}
+
+
+def _load_training_state(path: Path) -> Dict[str, Any]:
+    """weights_only: tensors and plain values only, never code (a checkpoint may come from
+    elsewhere); anything else is refused with the file named."""
+    try:
+        return torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as err:  # noqa: BLE001 - UnpicklingError and friends, re-raised with the file named
+        raise ValueError(f"{path} cannot be loaded safely (torch.load weights_only=True): {err}") from err
+
+
 def _truncate_log(log_path: Path, upto_step: int) -> None:
     """On resume, drop log lines written after the checkpoint (they will be redone)."""
     if not log_path.exists():
@@ -187,6 +232,63 @@ def _truncate_log(log_path: Path, upto_step: int) -> None:
     keep = [line for line in log_path.read_text(encoding="utf8").splitlines()
             if line.strip() and json.loads(line).get("step", 0) <= upto_step]
     log_path.write_text("".join(line + "\n" for line in keep), encoding="utf8")
+
+
+# settings a resume must share with the checkpoint: they shape the batches or the heads
+# (the budget, learning rate and loss weights may change)
+RESUME_FIXED = ("seed", "batch_size", "mask_rate", "noise_rate", "attacks", "vocab_size", "max_chars",
+                "dev_fraction", "teacher", "teacher_layers")
+
+
+def _start(out: Path, resume: bool, settings: PretrainSettings, config: str, shape: Optional[Dict[str, Optional[int]]],
+           train_docs: List[str], fingerprint: str) -> Tuple[torch.nn.Module, CharVocab, Dict[str, Any], Optional[Dict[str, Any]]]:
+    """The encoder, output vocabulary, loop state and saved training state: from the
+    checkpoint on resume (checked against these settings), else fresh."""
+    ckpt = out / CHECKPOINT
+    if ckpt.exists() and not resume:
+        raise ValueError(f"{out} already has a checkpoint: pass --resume to continue it, or choose another OUT")
+    if resume and ckpt.exists():
+        state = json.loads((ckpt / "state.json").read_text(encoding="utf8"))
+        if state["data_fingerprint"] != fingerprint:
+            raise PretrainDataError(f"the text differs from the one {ckpt} was trained on: resume needs the same files")
+        old = PretrainSettings(**state["settings"])
+        for name in RESUME_FIXED:
+            if getattr(old, name) != getattr(settings, name):
+                raise ValueError(f"--{name.replace('_', '-')} differs from the checkpoint's ({getattr(old, name)}): resume needs the same value")
+        from transformers import AutoModel
+
+        saved = _load_training_state(ckpt / "training_state.pt")
+        return AutoModel.from_pretrained(ckpt / "encoder"), CharVocab(state["vocab"]), state, saved
+    vocab = CharVocab.build(train_docs, settings.vocab_size)
+    encoder = new_encoder(config, settings.seed, **(shape or {}))
+    state = {"step": 0, "epoch": 0, "batch": 0, "elapsed": 0.0, "vocab": vocab.codepoints,
+             "data_fingerprint": fingerprint, "config": config,
+             "np_rng": numpy.random.default_rng(settings.seed).bit_generator.state}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / LOG_NAME).unlink(missing_ok=True)
+    return encoder, vocab, state, None
+
+
+def _restore(saved: Dict[str, Any], model: CharPretrainer, optimizer: Any, scheduler: Any, py_rng: random.Random,
+             device: torch.device) -> None:
+    if "head" in saved:  # checkpoints written before the distillation head existed
+        model.head.load_state_dict(saved["head"])
+    else:
+        model.load_state_dict(saved["heads"], strict=False)
+        missing = set(_heads(model)) - set(saved["heads"])
+        if missing:
+            raise ValueError(f"the checkpoint lacks {sorted(missing)}: it was written with other settings")
+    optimizer.load_state_dict(saved["optimizer"])
+    scheduler.load_state_dict(saved["scheduler"])
+    py_rng.setstate(_as_tuples(saved["py_rng"]))
+    torch.set_rng_state(saved["torch_rng"])
+    if saved.get("cuda_rng") is not None and device.type == "cuda":
+        torch.cuda.set_rng_state_all(saved["cuda_rng"])
+
+
+def _as_tuples(value: Any) -> Any:
+    """random.Random.setstate wants the tuples of getstate() back (JSON gives lists)."""
+    return tuple(_as_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
 def pretrain_chars(
@@ -199,43 +301,19 @@ def pretrain_chars(
     device: str = "cpu",
     progress: bool = True,
 ) -> Dict[str, Any]:
-    """Pretrain (or resume) and write the encoder to ``out``; returns the final log entry."""
+    """Pretrain (or resume) and write the encoder to ``out``; returns the final log entry
+    plus ``stopped_by`` ("max_steps" or "max_minutes") and ``planned_steps``."""
     settings.check()
     out = Path(out)
     ckpt = out / CHECKPOINT
-    if ckpt.exists() and not resume:
-        raise ValueError(f"{out} already has a checkpoint: pass --resume to continue it, or choose another OUT")
     docs, stats = read_texts(texts, settings.max_chars)
     train_docs, dev_docs = split_dev(docs, settings.dev_fraction, settings.seed)
-    fingerprint = _fingerprint(docs)
     dev = torch.device(device)
-    state: Dict[str, Any]
-    if resume and ckpt.exists():
-        state = json.loads((ckpt / "state.json").read_text(encoding="utf8"))
-        if state["data_fingerprint"] != fingerprint:
-            raise PretrainDataError(f"the text differs from the one {ckpt} was trained on: resume needs the same files")
-        old = PretrainSettings(**state["settings"])
-        # the budget may grow on resume; everything that shapes the batches may not
-        for name in ("seed", "batch_size", "mask_rate", "noise_rate", "attacks", "vocab_size", "max_chars", "dev_fraction"):
-            if getattr(old, name) != getattr(settings, name):
-                raise ValueError(f"--{name.replace('_', '-')} differs from the checkpoint's ({getattr(old, name)}): resume needs the same value")
-        from transformers import AutoModel
-
-        encoder = AutoModel.from_pretrained(ckpt / "encoder")
-        vocab = CharVocab(state["vocab"])
-        saved = torch.load(ckpt / "training_state.pt", weights_only=False)
-    else:
-        encoder = new_encoder(config, settings.seed, **(shape or {}))
-        vocab = CharVocab.build(train_docs, settings.vocab_size)
-        state = {"step": 0, "epoch": 0, "batch": 0, "elapsed": 0.0, "vocab": vocab.codepoints,
-                 "data_fingerprint": fingerprint, "config": config,
-                 "np_rng": numpy.random.default_rng(settings.seed).bit_generator.state}
-        saved = None
-        out.mkdir(parents=True, exist_ok=True)
-        (out / LOG_NAME).unlink(missing_ok=True)
+    teacher = Teacher(settings.teacher, settings.teacher_layers, device) if settings.distilling else None
+    encoder, vocab, state, saved = _start(out, resume, settings, config, shape, train_docs, _fingerprint(docs))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(settings.seed)
-        model = CharPretrainer(encoder, len(vocab))
+        model = CharPretrainer(encoder, len(vocab), (teacher.width, len(teacher.layers)) if teacher else None)
     model.to(dev).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
     scheduler = _schedule(optimizer, settings)
@@ -243,13 +321,7 @@ def pretrain_chars(
     np_rng.bit_generator.state = state["np_rng"]
     py_rng = random.Random(settings.seed)
     if saved is not None:
-        model.head.load_state_dict(saved["head"])
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        py_rng.setstate(saved["py_rng"])
-        torch.set_rng_state(saved["torch_rng"])
-        if saved.get("cuda_rng") is not None and dev.type == "cuda":
-            torch.cuda.set_rng_state_all(saved["cuda_rng"])
+        _restore(saved, model, optimizer, scheduler, py_rng, dev)
         _truncate_log(out / LOG_NAME, state["step"])
     else:
         torch.manual_seed(settings.seed)  # dropout masks: same seed, same run
@@ -286,7 +358,8 @@ def pretrain_chars(
             ids = next(plan)
             batch = make_batch([train_docs[i] for i in ids], vocab, np_rng, py_rng, settings.mask_rate,
                                settings.noise_rate, settings.attacks)
-            result = model(**_to(batch, dev), noisy_weight=settings.noisy_weight)
+            result = model(**_to(batch, dev, teacher), noisy_weight=settings.noisy_weight,
+                           distill_weight=settings.distill_weight)
             optimizer.zero_grad(set_to_none=True)
             result["loss"].backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
@@ -302,10 +375,10 @@ def pretrain_chars(
                 entry = {"step": step, "elapsed_s": round(elapsed0 + now - start, 1), "lr": scheduler.get_last_lr()[0],
                          **meter.summary(), "chars_per_s": round(chars / max(now - last_log, 1e-9))}
                 if evaluate_now or not budget_left():
-                    entry.update(evaluate(model, dev_docs, vocab, settings, dev))
+                    entry.update(evaluate(model, dev_docs, vocab, settings, dev, teacher))
                 log.write(json.dumps(entry) + "\n")
                 log.flush()
-                bar.set_postfix({k: entry[k] for k in ("mlm_loss", "noisy_loss", "chars_per_s") if k in entry})
+                bar.set_postfix({k: entry[k] for k in ("mlm_loss", "noisy_loss", "distill_loss", "chars_per_s") if k in entry})
                 meter, chars, last_log = Meter(), 0, time.perf_counter()
             if evaluate_now:
                 checkpoint()
@@ -314,6 +387,8 @@ def pretrain_chars(
         lines = (out / LOG_NAME).read_text(encoding="utf8").splitlines()
         entry = json.loads(lines[-1]) if lines else entry
     checkpoint()
+    stopped_by = "max_steps" if settings.max_steps and step >= settings.max_steps else "max_minutes"
+    entry = {**entry, "stopped_by": stopped_by, "planned_steps": settings.max_steps}
     _write_model(out, model, settings, stats, len(dev_docs), texts, entry, config)
     return entry
 
@@ -321,17 +396,26 @@ def pretrain_chars(
 def _write_model(out: Path, model: CharPretrainer, settings: PretrainSettings, stats: Dict[str, int],
                  n_dev: int, texts: Sequence[Path], entry: Dict[str, Any], config: str) -> None:
     encoder = model.encoder
-    objective = "masked character spans" + (f" + noisy-word reconstruction (rate {settings.noise_rate})" if settings.noise_rate else "")
-    encoder.config.spacy_entangle_note = f"{PRETRAINED_NOTE}: {entry['step']} steps, {objective}"
+    objective = " + ".join(settings.objectives())
+    steps = int(entry["step"])
+    cut_short = entry["stopped_by"] == "max_minutes" and bool(settings.max_steps)
+    encoder.config.spacy_entangle_note = f"{PRETRAINED_NOTE}: {steps} steps, {objective}"
+    # read by the project's package_meta.py: the steps actually run travel with the weights
+    encoder.config.spacy_entangle_pretraining = {
+        "steps": steps, "planned_steps": settings.max_steps, "max_minutes": settings.max_minutes,
+        "stopped_by": entry["stopped_by"], "objectives": settings.objectives(), "teacher": settings.teacher if settings.distilling else None,
+    }
     encoder.save_pretrained(out, safe_serialization=True)
     figures = "\n".join(f"- {k}: {v}" for k, v in entry.items())
     used = "\n".join(f"- {k}: {v}" for k, v in asdict(settings).items())
     data = "\n".join(f"- {k}: {v}" for k, v in stats.items())
+    warning = (f"**Stopped by the time cap ({settings.max_minutes} min) after {steps} of {settings.max_steps} planned "
+               f"steps.** `--resume` with a larger `--max-minutes` finishes it.\n\n") if cut_short else ""
     (out / "README.md").write_text(
         "# CANINE-style character encoder pretrained by spacy-entangle\n\n"
-        f"Self-supervised on {', '.join(str(t) for t in texts)} ({stats['documents']} documents, "
-        f"{n_dev} held out for the dev figures). Objective: {objective}. Started from: {config}.\n\n"
-        f"Use it as `char_backbone` (paths.char_backbone = this directory). The prediction head is "
+        f"{warning}Self-supervised on {', '.join(str(t) for t in texts)} ({stats['documents']} documents, "
+        f"{n_dev} held out for the dev figures), {steps} steps. Objective: {objective}. Started from: {config}.\n\n"
+        f"Use it as `char_backbone` (paths.char_backbone = this directory). The prediction heads are "
         f"not kept; `{CHECKPOINT}/` holds what `--resume` needs.\n\n"
         f"## Last log entry\n{figures}\n\n## Settings\n{used}\n\n## Text\n{data}\n\n"
         f"The loss curve is {LOG_NAME} (one JSON object per logged step).\n",

@@ -2,15 +2,18 @@
 
 Both objectives (masked spans and noisy-word reconstruction) predict a character class
 from the encoder's per-character output, so they share one head; their losses are kept
-apart for the log. Only the encoder is kept afterwards: the head is a pretraining tool.
+apart for the log. With a teacher, a second head predicts the teacher's word states from
+the mean of each word's character states (distill.py). Only the encoder is kept afterwards:
+the heads are pretraining tools.
 """
-from typing import Dict
+from typing import Dict, Optional, Tuple
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from .data import IGNORE
+from .distill import DistillHead, distill_loss, pool_words
 
 
 class CharPredictionHead(nn.Module):
@@ -27,10 +30,13 @@ class CharPredictionHead(nn.Module):
 
 
 class CharPretrainer(nn.Module):
-    def __init__(self, encoder: nn.Module, n_classes: int) -> None:
+    def __init__(self, encoder: nn.Module, n_classes: int, distill: Optional[Tuple[int, int]] = None) -> None:
+        """``distill``: (teacher width, number of teacher layers) when a teacher is used."""
         super().__init__()
         self.encoder = encoder
-        self.head = CharPredictionHead(int(encoder.config.hidden_size), n_classes)
+        width = int(encoder.config.hidden_size)
+        self.head = CharPredictionHead(width, n_classes)
+        self.distill = DistillHead(width, *distill) if distill else None
 
     def forward(
         self,
@@ -39,16 +45,21 @@ class CharPretrainer(nn.Module):
         mlm_targets: torch.Tensor,
         noisy_targets: torch.Tensor,
         noisy_weight: float = 1.0,
+        word_ids: Optional[torch.Tensor] = None,
+        word_targets: Optional[torch.Tensor] = None,
+        word_found: Optional[torch.Tensor] = None,
+        distill_weight: float = 1.0,
     ) -> Dict[str, torch.Tensor]:
-        """Losses (mean over scored characters of each objective) and correct/total counts.
-        Only scored positions go through the head: most characters are not scored."""
+        """Losses (mean over scored characters of each objective, over words the teacher saw
+        for distillation) and correct/total counts. Only scored positions go through the
+        character head: most characters are not scored."""
         states = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         result: Dict[str, torch.Tensor] = {}
         total = states.new_zeros(())
         for name, targets, weight in (("mlm", mlm_targets, 1.0), ("noisy", noisy_targets, noisy_weight)):
             scored = targets != IGNORE
             n = scored.sum()
-            if int(n) == 0:
+            if int(n) == 0 or weight == 0:
                 continue
             logits = self.head(states[scored])
             gold = targets[scored]
@@ -57,5 +68,11 @@ class CharPretrainer(nn.Module):
             result[f"{name}_loss"] = loss.detach()
             result[f"{name}_correct"] = (logits.argmax(-1) == gold).sum().detach()
             result[f"{name}_n"] = n.detach()
+        if self.distill is not None and word_targets is not None and bool(word_found.any()):
+            words = pool_words(states, word_ids, int(word_targets.shape[0]))[word_found]
+            loss = distill_loss(self.distill(words), word_targets[word_found])
+            total = total + distill_weight * loss
+            result["distill_loss"] = loss.detach()
+            result["distill_n"] = word_found.sum().detach()
         result["loss"] = total
         return result
