@@ -18,7 +18,7 @@ $(BIN)/.installed: setup.cfg
 	$(BIN)/pip install -q --upgrade pip
 	# the CPU build of torch (a bare `torch` would pull a multi-GB CUDA build)
 	$(BIN)/pip install -q "torch==2.13.0"
-	$(BIN)/pip install -q -e ".[test,project]"
+	$(BIN)/pip install -q -e ".[test,project,ray]"
 	touch $@
 
 venv: $(BIN)/.installed
