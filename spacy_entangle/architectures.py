@@ -10,6 +10,7 @@ from .data import EntangleData
 from .layers import EntangleListener, EntangleModel, entangle_first_state, entangle_pool
 from .layers.char_states import entangle_char_states
 from .layers.listener import side_names
+from .layers.settings import EntangleSettings
 from .layers.tanh import Tanh
 from .tokenization.windows import WindowGetter
 
@@ -36,20 +37,7 @@ def EntangleModel_v1(
     encoder's width and heads, 4 x width). backbone_lr_scale: learning-rate factor for
     the two pretrained encoders relative to the new layers.
     """
-    return EntangleModel(
-        char_backbone,
-        subword_backbone,
-        n_coattention=n_coattention,
-        hidden_width=hidden_width,
-        n_heads=n_heads,
-        ffn_width=ffn_width,
-        dropout=dropout,
-        backbone_lr_scale=backbone_lr_scale,
-        mixed_precision=mixed_precision,
-        gradient_checkpointing=gradient_checkpointing,
-        window_getter=window_getter,
-        max_batch_chars=max_batch_chars,
-    )
+    return EntangleModel(EntangleSettings.pick(locals()), window_getter)
 
 
 @registry.architectures("spacy-entangle.EntangleListener.v1")
@@ -89,20 +77,7 @@ def EntangleTok2Vec_v1(
 ) -> Model[List[Doc], List[Floats2d]]:
     """A standalone entangle encoder + pooling (what `nlp.replace_listeners` puts in
     place of a listener): EntangleModel.v1's settings plus the listener's."""
-    model = EntangleModel(
-        char_backbone,
-        subword_backbone,
-        n_coattention=n_coattention,
-        hidden_width=hidden_width,
-        n_heads=n_heads,
-        ffn_width=ffn_width,
-        dropout=dropout,
-        backbone_lr_scale=backbone_lr_scale,
-        mixed_precision=mixed_precision,
-        gradient_checkpointing=gradient_checkpointing,
-        window_getter=window_getter,
-        max_batch_chars=max_batch_chars,
-    )
+    model = EntangleModel(EntangleSettings.pick(locals()), window_getter)
     model.attrs["sides"] = side_names(side)
     return chain(model, entangle_pool(side, pooling or reduce_first(), grad_factor))
 

@@ -286,3 +286,23 @@ def test_mixed_precision_setting_trains_on_cpu(canine_dir, bert_dir):
     nlp = build(canine_dir, bert_dir, components=("ner",), mixed_precision=True)
     train(nlp, n_steps=3)
     assert not nlp.get_pipe("entangle").model.shims[0]._grad_scaler._enabled
+
+
+def test_settings_read_a_cfg_saved_before_they_existed():
+    """The shim's cfg of pipelines saved before EntangleSettings (a plain dict, with the
+    `max_chars`/`max_pieces` keys nothing read) still builds the same settings."""
+    import dataclasses
+
+    from spacy_entangle.layers.settings import EntangleSettings
+
+    old = {"char_backbone": "c", "subword_backbone": "s", "n_coattention": 1, "hidden_width": 32, "n_heads": 2,
+           "ffn_width": None, "dropout": 0.2, "backbone_lr_scale": 0.5, "gradient_checkpointing": False,
+           "max_chars": 2048, "max_pieces": 512}
+    settings = EntangleSettings.from_cfg(old)
+    assert (settings.n_coattention, settings.hidden_width, settings.dropout, settings.backbone_lr_scale) == (1, 32, 0.2, 0.5)
+    assert settings.max_batch_chars == 16384 and settings.mixed_precision is False  # defaults
+    assert EntangleSettings.from_cfg(settings.to_cfg()) == settings
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.dropout = 0.3  # type: ignore[misc]
+    with pytest.raises(ValueError, match="not divisible by n_heads"):
+        EntangleSettings.from_cfg(dict(old, n_heads=5))

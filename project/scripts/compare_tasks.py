@@ -5,7 +5,8 @@
 
 Reads the dev metrics that each project has written so far (tasks that have not run are
 left out with a note):
-  WNUT-17 NER          ROOT/metrics/PREFIX_dev.json              (project/, `baseline` workflow)
+  WNUT-17 NER          ROOT/metrics/VARIANT/seedN_dev.json       (project/, variants.yml: the mean
+                       over the seeds that ran)
   Tweebank v2 POS      ROOT/tweebank/metrics/PREFIX_dev.json     (project/tweebank, `tweebank`)
   TweetEval emotion    ROOT/tweeteval/metrics/PREFIX_dev.json    (project/tweeteval, `tweeteval`)
   MasakhaNER           ROOT/masakhaner/metrics/PREFIX/LANG_dev.json (project/masakhaner, `masakhaner`):
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from compare_task import HEADLINE, headline, pct, read_json, write_report
+from tables import mean_spread
 
 COLUMNS = ["entangle-subword", "entangle-char", "entangle-mean", "baseline"]
 PRESETS = {
@@ -38,10 +40,11 @@ class Task:
     kind: str  # ner | tagger | textcat
     split: str  # what the dev split is called
     per_language: bool = False
+    seeded: bool = False  # metrics/VARIANT/seedN_dev.json (variants.yml): prefix_x -> VARIANT prefix-x
 
 
 TASKS = [
-    Task("WNUT-17 NER", ".", "ner", "dev"),
+    Task("WNUT-17 NER", ".", "ner", "dev", seeded=True),
     Task("Tweebank v2 POS", "tweebank", "tagger", "dev"),
     Task("TweetEval emotion", "tweeteval", "textcat", "val"),
     Task("MasakhaNER", "masakhaner", "ner", "dev", per_language=True),
@@ -52,6 +55,13 @@ def task_scores(root: Path, task: Task, prefixes: Dict[str, str]) -> Tuple[Dict[
     """{column: {score name: value}} of one task, and a note (languages averaged)."""
     metrics = root / task.folder / "metrics"
     found: Dict[str, Dict[str, Optional[float]]] = {}
+    if task.seeded:
+        for column, prefix in prefixes.items():
+            devs = [read_json(p) for p in sorted((metrics / prefix.replace("_", "-")).glob("seed*_dev.json"))]
+            if devs:
+                scores = [headline(task.kind, dev) for dev in devs]
+                found[column] = {name: mean_spread([s[name] for s in scores])[0] for name in scores[0]}
+        return found, ""
     if not task.per_language:
         for column, prefix in prefixes.items():
             dev = read_json(metrics / f"{prefix}_dev.json")

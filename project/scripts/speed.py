@@ -2,6 +2,10 @@
 
     python scripts/speed.py corpus/dev.spacy NAME=MODEL_DIR [NAME=MODEL_DIR ...] \
         [--output metrics/speed.json] [--gpu-id -1] [--batch-size 64] [--repeats 1]
+    python scripts/speed.py corpus/dev.spacy --trained training [--seed 0] ...
+
+--trained DIR times every variant of variants.yml trained there (DIR/NAME/seedN/model-best),
+in the file's order.
 
 Every pipeline gets the same pre-tokenized Docs (the corpus words, no annotations) through
 nlp.pipe, after a short warm-up; with --repeats > 1 the runs are interleaved (A B A B ...)
@@ -21,7 +25,9 @@ from _models import load_models
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("corpus", type=Path, help=".spacy file whose words are processed")
-    p.add_argument("models", nargs="+", help="NAME=MODEL_DIR, the first is the reference")
+    p.add_argument("models", nargs="*", help="NAME=MODEL_DIR, the first is the reference")
+    p.add_argument("--trained", type=Path, default=None, help="add every variant trained in this folder")
+    p.add_argument("--seed", type=int, default=0, help="the seed timed with --trained")
     p.add_argument("--output", type=Path, default=None, help="JSON file for the results")
     p.add_argument("--gpu-id", type=int, default=-1)
     p.add_argument("--batch-size", type=int, default=64)
@@ -38,7 +44,13 @@ def main(argv=None):
 
     if args.gpu_id >= 0:
         spacy.require_gpu(args.gpu_id)
-    models = list(load_models(args.models, "speed.py"))
+    specs = list(args.models)
+    if args.trained is not None:
+        from variants import load_variants
+
+        specs += [f"{name}={args.trained / name / f'seed{args.seed}' / 'model-best'}" for name in load_variants()
+                  if (args.trained / name / f"seed{args.seed}" / "model-best").exists()]
+    models = list(load_models(specs, "speed.py"))
     if not models:
         sys.exit("speed.py: none of the models exists")
     gold = list(DocBin().from_disk(args.corpus).get_docs(models[0][2].vocab))

@@ -14,89 +14,32 @@ from thinc.api import ArgsKwargs, Model, get_torch_default_device, torch2xp, xp2
 from ..data import SIDES, EntangleData
 from ..tokenization import WindowGetter, WindowInput, prepare_docs
 from ..tokenization.windows import configure_windows
+from .settings import EntangleSettings
 from .shim import EntangleShim
 
 CHUNK_SPREAD = 1.25  # longest / shortest padded window in one chunk
 
 
 def EntangleModel(
-    char_backbone: str,
-    subword_backbone: str,
-    *,
-    n_coattention: int = 2,
-    hidden_width: Optional[int] = None,
-    n_heads: Optional[int] = None,
-    ffn_width: Optional[int] = None,
-    dropout: float = 0.1,
-    backbone_lr_scale: float = 1.0,
-    mixed_precision: bool = False,
-    gradient_checkpointing: bool = False,
-    window_getter: Optional[WindowGetter] = None,
-    max_batch_chars: int = 16384,
+    settings: EntangleSettings, window_getter: Optional[WindowGetter] = None
 ) -> Model[List[Doc], List[EntangleData]]:
-    check_settings(
-        n_coattention=n_coattention, hidden_width=hidden_width, n_heads=n_heads, ffn_width=ffn_width,
-        dropout=dropout, backbone_lr_scale=backbone_lr_scale, max_batch_chars=max_batch_chars,
-    )
-    if hidden_width is not None and n_heads is not None and hidden_width % n_heads:
-        raise ValueError(
-            f"hidden_width={hidden_width} is not divisible by n_heads={n_heads} "
-            "in spacy-entangle.EntangleModel.v1"
-        )
-    if window_getter is None:
-        window_getter = configure_windows()
-    settings = {
-        "char_backbone": str(char_backbone),
-        "subword_backbone": str(subword_backbone),
-        "n_coattention": n_coattention,
-        "hidden_width": hidden_width,
-        "n_heads": n_heads,
-        "ffn_width": ffn_width,
-        "dropout": dropout,
-        "backbone_lr_scale": backbone_lr_scale,
-        "gradient_checkpointing": gradient_checkpointing,
-    }
+    """The thinc model of the `entangle` component (settings checked when built)."""
     from .listener import replace_listener, replace_listener_cfg
 
     return Model(
         "entangle",
         forward,
         init=init,
-        shims=[EntangleShim(settings, mixed_precision=mixed_precision)],
-        dims={"nO": hidden_width},
+        shims=[EntangleShim(settings)],
+        dims={"nO": settings.hidden_width},
         attrs={
-            "get_windows": window_getter,
-            "max_batch_chars": max_batch_chars,
+            "get_windows": window_getter if window_getter is not None else configure_windows(),
+            "max_batch_chars": settings.max_batch_chars,
             "sides": SIDES,
             "replace_listener": replace_listener,
             "replace_listener_cfg": replace_listener_cfg,
         },
     )
-
-
-def check_settings(
-    *,
-    n_coattention: int,
-    hidden_width: Optional[int],
-    n_heads: Optional[int],
-    ffn_width: Optional[int],
-    dropout: float,
-    backbone_lr_scale: float,
-    max_batch_chars: int,
-) -> None:
-    """Refuse bad sizes when the model is built (spaCy's config checks and add_pipe
-    fail here), not at the first prediction: only null means "default"."""
-    where = "spacy-entangle.EntangleModel.v1"
-    sizes = {"hidden_width": hidden_width, "n_heads": n_heads, "ffn_width": ffn_width, "max_batch_chars": max_batch_chars}
-    for name, value in sizes.items():
-        if value is not None and value < 1:
-            raise ValueError(f"{where}: {name} must be a positive integer or null (the default), got {value}")
-    if n_coattention < 0:
-        raise ValueError(f"{where}: n_coattention must be >= 0, got {n_coattention}")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"{where}: dropout must be in [0, 1), got {dropout}")
-    if backbone_lr_scale < 0:
-        raise ValueError(f"{where}: backbone_lr_scale must be >= 0, got {backbone_lr_scale}")
 
 
 def init(model: Model, X: Any = None, Y: Any = None) -> None:

@@ -18,6 +18,7 @@ from thinc.shims.pytorch_grad_scaler import PyTorchGradScaler
 from ..modeling import EntangleEncoder, encoder_from_config, load_encoder, load_tokenizer
 from ..modeling.inference import check_inference_mode, inference_autocast, quantize_int8
 from ..tokenization import CharSpec, SubwordSpec
+from .settings import EntangleSettings
 
 ENCODER_PREFIXES = ("char_encoder.", "subword_encoder.")
 REQUIRED_FILES = ("char_config.json", "subword_config.json", "model.safetensors")
@@ -25,13 +26,13 @@ CHECKSUM = "model.safetensors.sha256"
 
 
 class EntangleShim(PyTorchShim):
-    """``cfg`` holds the model settings (backbone names, n_coattention, widths...)."""
+    """``cfg`` holds the model settings (``EntangleSettings.to_cfg()``), saved with it."""
 
     subwords: Optional[SubwordSpec]
     chars: Optional[CharSpec]
 
-    def __init__(self, settings: Dict[str, Any], mixed_precision: bool = False):
-        super().__init__(None, config=dict(settings), mixed_precision=mixed_precision)
+    def __init__(self, settings: EntangleSettings):
+        super().__init__(None, config=settings.to_cfg(), mixed_precision=settings.mixed_precision)
         self.subwords = None
         self.chars = None
         self.inference = "fp32"
@@ -44,32 +45,37 @@ class EntangleShim(PyTorchShim):
         self._int8_model = None
 
     @property
+    def settings(self) -> EntangleSettings:
+        """The settings of the model (a loaded one's: ``from_bytes`` replaces the cfg)."""
+        return EntangleSettings.from_cfg(self.cfg)
+
+    @property
     def is_built(self) -> bool:
         return self._model is not None
 
     # -- building -------------------------------------------------------------
     def build_from_pretrained(self) -> None:
         """Load both backbones by hub name or local path (training-time init)."""
-        cfg = self.cfg
-        char_encoder = load_encoder(cfg["char_backbone"], role="char")
-        subword_encoder = load_encoder(cfg["subword_backbone"], role="subword")
-        tokenizer = load_tokenizer(cfg["subword_backbone"])
+        settings = self.settings
+        char_encoder = load_encoder(settings.char_backbone, role="char")
+        subword_encoder = load_encoder(settings.subword_backbone, role="subword")
+        tokenizer = load_tokenizer(settings.subword_backbone)
         self._build(char_encoder, subword_encoder, tokenizer)
 
     def _build(self, char_encoder: Any, subword_encoder: Any, tokenizer: Any) -> None:
-        cfg = self.cfg
+        settings = self.settings
         # the encoders' own limits; the window getter may ask for less
         self.chars = CharSpec.from_config(char_encoder.config)
         self.subwords = SubwordSpec.from_tokenizer(tokenizer, subword_encoder.config)
         model = EntangleEncoder(
             char_encoder,
             subword_encoder,
-            n_coattention=cfg["n_coattention"],
-            width=cfg.get("hidden_width"),
-            n_heads=cfg.get("n_heads"),
-            ffn_width=cfg.get("ffn_width"),
-            dropout=cfg.get("dropout", 0.1),
-            checkpointing=cfg.get("gradient_checkpointing", False),
+            n_coattention=settings.n_coattention,
+            width=settings.hidden_width,
+            n_heads=settings.n_heads,
+            ffn_width=settings.ffn_width,
+            dropout=settings.dropout,
+            checkpointing=settings.gradient_checkpointing,
         )
         self._model = model.to(get_torch_default_device())
         self._reset_grad_scaler()
@@ -124,7 +130,7 @@ class EntangleShim(PyTorchShim):
         """Like PyTorchShim's, with the gradients unscaled once for the whole update
         and a learning-rate scale for the pretrained encoders (the new co-attention
         layers usually want a larger rate)."""
-        scale = float(self.cfg.get("backbone_lr_scale", 1.0))
+        scale = float(self.settings.backbone_lr_scale)
         grads: List[torch.Tensor] = [p.grad for p in self._model.parameters() if p.grad is not None]
         self._grad_scaler.unscale(grads)
         self._int8_model = None  # the weights change

@@ -1,0 +1,423 @@
+"""Train, evaluate and compare the WNUT-17 variants of variants.yml over several seeds.
+
+    python scripts/variants.py train NAME [NAME ...] [--seeds 0,1,2] [--char-encoder masked]
+        [--max-steps 600] [--eval-frequency 200] [--noisy corpus/dev_noise0.5.spacy ...]
+        [--gpu-id -1] [--threads N] [--dry-run] [-- EXTRA spacy train ARGS]
+    python scripts/variants.py evaluate NAME [NAME ...] [--seeds ...] [--noisy ...]
+    python scripts/variants.py compare [NAME ...] [--output metrics/compare.md] [--plot metrics/compare.png]
+
+For variant NAME and seed N, `train` runs `spacy train` (the variant's config, char encoder
+and side, `--system.seed N`) into training/NAME/seedN/, records its wall-clock time in
+metrics/NAME/seedN_train_time.json, then evaluates model-best: dev -> metrics/NAME/seedN_dev.json,
+each noisy dev copy -> seedN_dev_noiseR.json, the test split (when corpus/test.spacy exists)
+-> seedN_test.json. A seed whose outputs are all there is skipped, so an interrupted run
+resumes where it stopped (another budget is another run: use another --training-dir and
+--metrics-dir). Seeds run one after another: two torch jobs at once oversubscribe a small
+machine. `evaluate` evaluates trained seeds on the noisy copies (again: they may have been
+remade) and on dev/test where their metrics are missing (all with --force); `compare`
+writes one table of every variant with metrics: mean ± spread over its seeds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from tables import fmt_mean_spread, fmt_time, markdown_table, mean_spread, pct, read_json, write_report
+
+HERE = Path(__file__).resolve().parent.parent
+NOISE = re.compile(r"_noise([0-9.]+)\.spacy$")
+SIDES = ("subword", "char", "both")
+ENCODERS = ("random", "masked", "distilled")
+DEFAULT = "default"  # char_encoder of a variant that follows the project's `char_encoder`
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One entry of variants.yml."""
+
+    name: str
+    config: str
+    char_encoder: Optional[str] = None
+    side: str = "subword"
+    augment: bool = False
+    char_backbone: Optional[str] = None
+    subword_backbone: Optional[str] = None
+
+    @property
+    def is_entangle(self) -> bool:
+        return self.char_encoder is not None or self.char_backbone is not None
+
+    def char_dir(self, backbones_dir: Path, default: str) -> str:
+        """The char backbone: an explicit name/path, else backbones/canine-ENCODER."""
+        if self.char_backbone:
+            return self.char_backbone
+        encoder = default if self.char_encoder == DEFAULT else self.char_encoder
+        return str(backbones_dir / f"canine-{encoder}")
+
+
+def load_variants(path: Path = HERE / "variants.yml") -> Dict[str, Variant]:
+    """Read and check variants.yml: a mistake names the variant and the key."""
+    import srsly
+
+    raw = (srsly.read_yaml(path) or {}).get("variants") or {}
+    out: Dict[str, Variant] = {}
+    for name, spec in raw.items():
+        spec = dict(spec or {})
+        unknown = set(spec) - {"config", "char_encoder", "side", "augment", "char_backbone", "subword_backbone"}
+        if unknown:
+            raise ValueError(f"{path}: variant {name!r}: unknown keys {sorted(unknown)}")
+        if "config" not in spec:
+            raise ValueError(f"{path}: variant {name!r} names no config")
+        variant = Variant(name=name, **spec)
+        if variant.char_encoder not in (None, DEFAULT, *ENCODERS):
+            raise ValueError(f"{path}: variant {name!r}: char_encoder must be one of {(DEFAULT,) + ENCODERS} or null")
+        if variant.side not in SIDES:
+            raise ValueError(f"{path}: variant {name!r}: side must be one of {SIDES}")
+        out[name] = variant
+    return out
+
+
+def noise_rate(corpus: Path) -> str:
+    match = NOISE.search(corpus.name)
+    if not match:
+        raise SystemExit(f"variants.py: {corpus}: expected a file named *_noiseRATE.spacy")
+    return match.group(1)
+
+
+def eval_sets(dev: Path, noisy: Sequence[Path], test: Optional[Path]) -> Dict[str, Path]:
+    """{metrics key: corpus}: dev, each noisy dev copy, and the test split when it exists."""
+    sets = {"dev": dev}
+    sets.update({f"dev_noise{noise_rate(c)}": c for c in noisy})
+    if test is not None and test.exists():
+        sets["test"] = test
+    return sets
+
+
+def metrics_path(metrics_dir: Path, name: str, seed: int, key: str) -> Path:
+    """metrics/NAME/seedN_KEY.json: KEY is train_time, dev, dev_noiseR or test."""
+    return metrics_dir / name / f"seed{seed}_{key}.json"
+
+
+def train_command(
+    variant: Variant,
+    seed: int,
+    *,
+    output: Path,
+    corpus_dir: Path,
+    configs_dir: Path,
+    backbones_dir: Path,
+    subword_dir: Path,
+    char_encoder: str,
+    max_steps: Optional[int],
+    eval_frequency: Optional[int],
+    n_coattention: Optional[int],
+    gpu_id: int,
+    aug_level: float,
+    aug_rate: float,
+    extra: Sequence[str] = (),
+) -> List[str]:
+    """The `spacy train` command line of one seed of one variant."""
+    cmd = [
+        sys.executable, "-m", "spacy", "train", str(configs_dir / variant.config),
+        "--output", str(output),
+        "--paths.train", str(corpus_dir / "train.spacy"), "--paths.dev", str(corpus_dir / "dev.spacy"),
+        "--paths.subword_backbone", variant.subword_backbone or str(subword_dir),
+        "--system.seed", str(seed),
+    ]
+    if max_steps is not None:
+        cmd += ["--training.max_steps", str(max_steps)]
+    if eval_frequency is not None:
+        cmd += ["--training.eval_frequency", str(eval_frequency)]
+    cmd += ["--gpu-id", str(gpu_id)]
+    if variant.is_entangle:
+        cmd += ["--paths.char_backbone", variant.char_dir(backbones_dir, char_encoder)]
+        if n_coattention is not None:
+            cmd += ["--components.entangle.model.n_coattention", str(n_coattention)]
+        cmd += ["--components.ner.model.tok2vec.side", variant.side]
+    if variant.augment:
+        augmenter = {"@augmenters": "spacy-entangle.char_noise_augmenter.v1", "level": aug_level, "rate": aug_rate}
+        cmd += ["--corpora.train.augmenter", json.dumps(augmenter)]
+    # the extra overrides (ENTANGLE_TRAIN_ARGS) are entangle settings: not for the baseline
+    return cmd + (list(extra) if variant.is_entangle else [])
+
+
+def evaluate(model: Path, sets: Dict[str, Path], outputs: Dict[str, Path], gpu_id: int) -> None:
+    """Evaluate one trained pipeline on each corpus (spaCy's scorer), loading it once."""
+    import spacy
+    import srsly
+    from spacy.tokens import DocBin
+    from spacy.training import Example
+
+    if gpu_id >= 0:
+        spacy.require_gpu(gpu_id)
+    nlp = spacy.load(model)
+    for key, corpus in sets.items():
+        docs = DocBin().from_disk(corpus).get_docs(nlp.vocab)
+        scores = nlp.evaluate([Example(nlp.make_doc(doc.text), doc) for doc in docs])
+        outputs[key].parent.mkdir(parents=True, exist_ok=True)
+        srsly.write_json(outputs[key], scores)
+        print(f"✔ {model} on {corpus}: ents_f {pct(scores.get('ents_f'), 2)} -> {outputs[key]}")
+
+
+def same_command(time_path: Path, cmd: Sequence[str]) -> bool:
+    """Whether the seed was trained by this very command (scripts/timed.py records it): a
+    changed budget, backbone or override retrains; a changed config FILE needs --force."""
+    record = read_json(time_path)
+    return bool(record) and record.get("command") == list(cmd[1:])
+
+
+def parse_seeds(text: str) -> List[int]:
+    try:
+        seeds = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise SystemExit(f"variants.py: --seeds takes integers separated by commas, got {text!r}")
+    if not seeds:
+        raise SystemExit("variants.py: --seeds names no seed")
+    return seeds
+
+
+def run_seeds(args: argparse.Namespace, variants: Dict[str, Variant], extra: Sequence[str], train: bool) -> int:
+    """`train` and `evaluate`: every seed of every named variant, skipping what is done."""
+    for corpus in args.noisy:
+        if not corpus.exists():
+            raise SystemExit(f"variants.py: {corpus} does not exist (make it with `python -m spacy_entangle perturb`)")
+    sets = eval_sets(args.corpus_dir / "dev.spacy", args.noisy, args.corpus_dir / "test.spacy")
+    timed = Path(__file__).resolve().parent / "timed.py"
+    for name in args.names:
+        for seed in parse_seeds(args.seeds):
+            model_dir = args.training_dir / name / f"seed{seed}"
+            outputs = {key: metrics_path(args.metrics_dir, name, seed, key) for key in sets}
+            time_path = metrics_path(args.metrics_dir, name, seed, "train_time")
+            cmd = train_command(
+                variants[name], seed, output=model_dir, corpus_dir=args.corpus_dir,
+                configs_dir=args.configs_dir, backbones_dir=args.backbones_dir,
+                subword_dir=args.subword_dir, char_encoder=args.char_encoder,
+                max_steps=args.max_steps, eval_frequency=args.eval_frequency,
+                n_coattention=args.n_coattention, gpu_id=args.gpu_id,
+                aug_level=args.aug_level, aug_rate=args.aug_rate, extra=extra,
+            )
+            trained = (model_dir / "model-best").exists() and (
+                not train or (not args.force and same_command(time_path, cmd))
+            )
+            if not train and not trained:
+                print(f"ℹ {name} seed {seed}: not trained ({model_dir}), skipped")
+                continue
+            # what is missing; `evaluate` also redoes the noisy copies (they may have been remade)
+            todo = {
+                key: sets[key] for key, path in outputs.items()
+                if not path.exists() or args.force or (not train and key.startswith("dev_noise"))
+            }
+            if trained and not todo:
+                print(f"ℹ {name} seed {seed}: trained and evaluated, skipped")
+                continue
+            if not trained:
+                todo = dict(sets)  # a new model: every metric anew
+                print(f"ℹ {name} seed {seed}: {' '.join(cmd[1:])}", flush=True)
+                if args.dry_run:
+                    continue
+                for stale in (args.metrics_dir / name).glob(f"seed{seed}_*.json"):
+                    stale.unlink()  # the metrics of a model about to be replaced
+                rc = subprocess.run([sys.executable, str(timed), str(time_path), "--", *cmd]).returncode
+                if rc != 0:
+                    return rc
+            if not args.dry_run:
+                evaluate(model_dir / "model-best", todo, outputs, args.gpu_id)
+    return 0
+
+
+def load_rows(metrics_dir: Path, names: Sequence[str]) -> List[Dict]:
+    """Per variant with metrics: its seeds' dev/test/noisy scores and training times."""
+    rows = []
+    for name in names:
+        seeds = sorted(
+            int(p.name[len("seed"): -len("_dev.json")]) for p in (metrics_dir / name).glob("seed*_dev.json")
+        )
+        if not seeds:
+            continue
+        runs = []
+        for seed in seeds:
+            run = {"seed": seed, "dev": read_json(metrics_path(metrics_dir, name, seed, "dev"))}
+            run["test"] = read_json(metrics_path(metrics_dir, name, seed, "test"))
+            run["time"] = read_json(metrics_path(metrics_dir, name, seed, "train_time"))
+            run["noisy"] = {
+                p.name[len(f"seed{seed}_dev_noise"): -len(".json")]: read_json(p)
+                for p in (metrics_dir / name).glob(f"seed{seed}_dev_noise*.json")
+            }
+            runs.append(run)
+        rows.append({"name": name, "runs": runs})
+    return rows
+
+
+def _f1s(rows_runs: List[Dict], key: str, rate: Optional[str] = None) -> List[float]:
+    if rate is None:
+        return [r[key]["ents_f"] for r in rows_runs if r.get(key)]
+    return [r["noisy"][rate]["ents_f"] for r in rows_runs if rate in r["noisy"]]
+
+
+def _drops(runs: List[Dict], rate: str) -> List[float]:
+    return [r["dev"]["ents_f"] - r["noisy"][rate]["ents_f"] for r in runs if rate in r["noisy"]]
+
+
+def make_table(rows: List[Dict], speed: Optional[dict], reference: str = "baseline") -> List[str]:
+    """The markdown comparison: dev F1 mean ± spread over seeds, P, R, the seeds' F1s,
+    noisy F1 and drop per noise rate (with the drop relative to the reference's), test F1,
+    training time and words/s."""
+    rates = sorted({rate for row in rows for run in row["runs"] for rate in run["noisy"]}, key=float)
+    has_test = any(run["test"] for row in rows for run in row["runs"])
+    ref = next((row for row in rows if row["name"] == reference), None)
+    header = ["model", "seeds", "dev F1", "P", "R", "F1 per seed"]
+    for rate in rates:
+        header += [f"noisy F1 @{rate}", f"drop @{rate}"] + ([f"drop / {reference}'s"] if ref else [])
+    header += (["test F1"] if has_test else []) + ["train time", "words/s"]
+    table = []
+    for row in rows:
+        runs = row["runs"]
+        devs = [r["dev"] for r in runs]
+        cells = [row["name"], str(len(runs)), fmt_mean_spread(_f1s(runs, "dev"))]
+        cells += [pct(mean_spread([d.get("ents_p") for d in devs])[0]), pct(mean_spread([d.get("ents_r") for d in devs])[0])]
+        cells.append(" / ".join(f"{pct(r['dev']['ents_f'])}" for r in runs))
+        for rate in rates:
+            drops = _drops(runs, rate)
+            cells += [fmt_mean_spread(_f1s(runs, "dev", rate)), fmt_mean_spread(drops)]
+            if ref:
+                own, base = mean_spread(drops)[0], mean_spread(_drops(ref["runs"], rate))[0]
+                cells.append("–" if own is None or not base else f"{own / base:.2f}")
+        if has_test:
+            cells.append(fmt_mean_spread(_f1s(runs, "test")))
+        seconds = mean_spread([(r["time"] or {}).get("seconds") for r in runs])[0]
+        wps = ((speed or {}).get("models", {}).get(row["name"]) or {}).get("words_per_second")
+        cells += [fmt_time(seconds), "–" if wps is None else f"{wps:,.0f}"]
+        table.append(cells)
+    notes = [
+        "",
+        "WNUT-17 dev, entity-level scores in % (spaCy's scorer: exact span + type); mean ± sample "
+        "standard deviation over the seeds (`--system.seed`), P and R are means.",
+    ]
+    if rates:
+        notes.append(
+            "noisy F1 @R: dev with CharBERT's character attacks (drop/add/swap/keyboard) on each word of 4+ "
+            "characters with probability R (`python -m spacy_entangle perturb`); drop: clean minus noisy F1 "
+            f"per seed, in points; drop / {reference}'s: the mean drop over the reference's mean drop."
+        )
+    if speed:
+        notes.append(
+            f"words/s: nlp.pipe of seed 0 over {speed.get('words', '?')} dev words on {speed.get('device', '?')}, "
+            f"batch size {speed.get('batch_size', '?')}, all models timed side by side in one process."
+        )
+    notes.append("train time: mean wall clock of `spacy train` (with its dev evaluations) per seed.")
+    return markdown_table(header, table) + notes
+
+
+def make_plot(rows: List[Dict], path: Path) -> None:
+    """Dev F1 per variant (mean, the seeds' spread as error bars) and F1 under noise."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rates = sorted({rate for row in rows for run in row["runs"] for rate in run["noisy"]}, key=float)
+    fig, axes = plt.subplots(1, 2 if rates else 1, figsize=(11 if rates else 6.5, 4.0), squeeze=False)
+    ax = axes[0][0]
+    means = [mean_spread(_f1s(row["runs"], "dev")) for row in rows]
+    ax.bar(range(len(rows)), [100 * m for m, _ in means], yerr=[100 * (s or 0.0) for _, s in means], capsize=4)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([row["name"] for row in rows], rotation=30, ha="right")
+    ax.set_ylabel("dev F1 (%)")
+    ax.set_title("WNUT-17 dev entity F1 (mean ± sd over seeds)")
+    if rates:
+        ax_noise = axes[0][1]
+        for row in rows:
+            xs, ys = [0.0], [mean_spread(_f1s(row["runs"], "dev"))[0]]
+            for rate in rates:
+                value = mean_spread(_f1s(row["runs"], "dev", rate))[0]
+                if value is not None:
+                    xs.append(float(rate))
+                    ys.append(value)
+            ax_noise.plot(xs, [100 * y for y in ys], marker="o", label=row["name"])
+        ax_noise.set_xlabel("noise rate (words of 4+ chars attacked)")
+        ax_noise.set_ylabel("F1 (%)")
+        ax_noise.set_title("under character noise")
+        ax_noise.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def compare(args: argparse.Namespace, variants: Dict[str, Variant]) -> int:
+    rows = load_rows(args.metrics_dir, args.names or list(variants))
+    if not rows:
+        raise SystemExit(f"variants.py: no metrics in {args.metrics_dir}/<variant>/ (train a variant first)")
+    speed = read_json(args.speed or args.metrics_dir / "speed.json")
+    write_report(args.output or args.metrics_dir / "compare.md", make_table(rows, speed, args.reference))
+    if not args.no_plot:
+        plot = args.plot or args.metrics_dir / "compare.png"
+        make_plot(rows, plot)
+        print(f"✔ saved {plot}")
+    return 0
+
+
+def parse_args(argv: List[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    for command in ("train", "evaluate"):
+        t = sub.add_parser(command)
+        t.add_argument("names", nargs="+")
+        t.add_argument("--seeds", default="0,1,2")
+        t.add_argument("--noisy", action="append", type=Path, default=[], help="a dev copy named *_noiseRATE.spacy")
+        t.add_argument("--gpu-id", type=int, default=-1)
+        t.add_argument("--threads", type=int, default=None, help="OMP_NUM_THREADS of training and evaluation")
+        t.add_argument("--corpus-dir", type=Path, default=Path("corpus"))
+        t.add_argument("--training-dir", type=Path, default=Path("training"))
+        t.add_argument("--metrics-dir", type=Path, default=Path("metrics"))
+        t.add_argument("--dry-run", action="store_true", help="print the training commands, run nothing")
+        t.add_argument("--char-encoder", default="masked", choices=ENCODERS, help="for char_encoder: default")
+        t.add_argument("--max-steps", type=int, default=None, help="default: the config's")
+        t.add_argument("--eval-frequency", type=int, default=None, help="default: the config's")
+        t.add_argument("--n-coattention", type=int, default=None, help="default: the config's")
+        t.add_argument("--force", action="store_true", help="retrain (train) / re-evaluate (evaluate) what is there")
+        t.add_argument("--aug-level", type=float, default=0.5)
+        t.add_argument("--aug-rate", type=float, default=0.5)
+        t.add_argument("--configs-dir", type=Path, default=Path("../configs"))
+        t.add_argument("--backbones-dir", type=Path, default=Path("backbones"))
+        t.add_argument("--subword-dir", type=Path, default=Path("backbones/minilm"))
+    c = sub.add_parser("compare")
+    c.add_argument("names", nargs="*", help="variants in table order (default: all of variants.yml)")
+    c.add_argument("--metrics-dir", type=Path, default=Path("metrics"))
+    c.add_argument("--speed", type=Path, default=None, help="speed.json (default: METRICS_DIR/speed.json)")
+    c.add_argument("--reference", default="baseline", help="the variant the noise drops are relative to")
+    c.add_argument("--output", type=Path, default=None, help="default: METRICS_DIR/compare.md")
+    c.add_argument("--plot", type=Path, default=None, help="default: METRICS_DIR/compare.png")
+    c.add_argument("--no-plot", action="store_true")
+    for sp in (*sub.choices.values(),):
+        sp.add_argument("--variants", type=Path, default=HERE / "variants.yml")
+    return p.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: List[str] = []
+    if "--" in argv:  # extra `spacy train` overrides, passed through
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1:]
+    args = parse_args(argv)
+    variants = load_variants(args.variants)
+    unknown = [n for n in args.names if n not in variants]
+    if unknown:
+        raise SystemExit(f"variants.py: no variant {unknown} in {args.variants} (known: {', '.join(variants)})")
+    if args.command == "compare":
+        return compare(args, variants)
+    if args.threads:  # before torch is imported: the evaluation here and the training runs
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    return run_seeds(args, variants, extra, train=args.command == "train")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
