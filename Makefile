@@ -11,13 +11,20 @@ WNUT17_DIR ?= $(if $(wildcard ../shared/data/wnut17/train.conll),../../shared/da
 # Local copy of the unlabeled tweets that `pretrain-chars` reads; empty = download.
 TWEETS_DIR ?= $(if $(wildcard ../shared/data/tweets_unlabeled/tweets.txt),../../shared/data/tweets_unlabeled,)
 
+# torch is installed first, on its own: TORCH_INDEX is where it comes from. Empty (the
+# default) = pip's configured indexes and find-links, which on the project's machines hold
+# the CPU wheel of torch 2.13.0. On a machine with the public PyPI, torch from PyPI is the
+# multi-GB CUDA build on Linux; for the CPU build say so:
+#   make test TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_VERSION ?= 2.13.0
+TORCH_INDEX ?=
+
 .PHONY: venv test wnut clean
 
 $(BIN)/.installed: setup.cfg
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# the CPU build of torch (a bare `torch` would pull a multi-GB CUDA build)
-	$(BIN)/pip install -q "torch==2.13.0"
+	$(BIN)/pip install -q "torch==$(TORCH_VERSION)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 	$(BIN)/pip install -q -e ".[test,project,ray]"
 	touch $@
 

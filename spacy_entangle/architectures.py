@@ -6,10 +6,9 @@ from spacy.util import registry
 from thinc.api import Dropout, Linear, Logistic, Model, Ragged, Softmax, chain, reduce_first, with_array
 from thinc.types import Floats2d
 
-from .data import EntangleData
+from .data import EntangleData, side_names
 from .layers import EntangleListener, EntangleModel, entangle_first_state, entangle_pool
 from .layers.char_states import entangle_char_states
-from .layers.listener import side_names
 from .layers.settings import EntangleSettings
 from .layers.tanh import Tanh
 from .tokenization.windows import WindowGetter

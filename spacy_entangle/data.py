@@ -1,6 +1,6 @@
 """What the `entangle` component stores per doc (``doc._.entangle``) and sends to listeners."""
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Literal, Optional, Tuple
 
 import numpy
 import srsly
@@ -9,6 +9,17 @@ from thinc.types import Floats2d
 from .tokenization.batch import DocAlignment
 
 SIDES = ("subword", "char")
+# what a listener reads: one side, or both concatenated (subword ‖ char)
+Side = Literal["subword", "char", "both"]
+
+
+def side_names(side: str) -> Tuple[str, ...]:
+    """The sides a listener on ``side`` reads (a bad name is a config error)."""
+    if side == "both":
+        return SIDES
+    if side not in SIDES:
+        raise ValueError(f"side must be 'subword', 'char' or 'both', got {side!r}")
+    return (side,)
 
 
 @dataclass
@@ -26,6 +37,8 @@ class EntangleData:
     align: DocAlignment
     # > 0: drop doc._.entangle after this many more listener reads (store_output = false)
     readers_left: int = 0
+    # store_attention: the co-attention maps of each window (``attention_maps``); not saved
+    attention: Optional[List[Dict[str, Any]]] = None
 
     def side(self, name: str) -> Floats2d:
         value = getattr(self, name)

@@ -13,7 +13,7 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 from _pipelines import entangle_cfg, listener
-from spacy_entangle.layers.char_states import text_rows
+from spacy_entangle.tokenization.text_rows import text_rows
 from spacy_entangle.pipeline.char_tagger import char_spans_from_tags, score_char_tags
 from spacy_entangle.tokenization import prepare_docs
 
@@ -32,7 +32,7 @@ ODD_TEXTS = [
 @pytest.fixture(scope="module")
 def posts(shared_data):
     """Reference docs (char_tags + word tags) for the first 12 posts of the corpus."""
-    from spacy_entangle.cli.convert_codeswitch import post_to_doc, read_codeswitch
+    from spacy_entangle.converters.codeswitch import post_to_doc, read_codeswitch
 
     path = shared_data / "codeswitch_es_wix" / "mixed_annotated.txt"
     if not path.exists():
@@ -233,7 +233,7 @@ def test_spacy_train_and_evaluate(config_name, canine_dir, bert_dir, shared_data
     """`spacy train` with the CPU preset (plus a word-level tagger beside the
     char_tagger) and with the char-only baseline, a few steps on converted corpora, the
     loss falling; `spacy evaluate` reports char_acc ("All") and char_acc_mix ("MIX")."""
-    from spacy_entangle.cli.convert_codeswitch import convert_codeswitch
+    from spacy_entangle.converters.codeswitch import convert_codeswitch
 
     corpus = tmp_path / "corpus"
     convert_codeswitch(shared_data / "codeswitch_es_wix" / "mixed_annotated.txt", corpus, dev_frac=0.2, test_frac=0.2)

@@ -13,7 +13,7 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
-from spacy_entangle.cli.convert import ConllFormatError, conll_to_docs, convert
+from spacy_entangle.converters.conll_ner import ConllFormatError, conll_to_docs, convert
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -169,6 +169,18 @@ def test_adjacent_entities_and_vocab(tmp_path):
     assert [(e.text, e.label_) for e in docs[0].ents] == [("a", "person"), ("b c", "person"), ("e", "group")]
     assert docs[0].vocab is nlp.vocab
     assert conll_to_docs(_write(tmp_path, "d.conll", text), nlp.vocab)[0].vocab is nlp.vocab
+
+
+def test_entities_also_as_spans_for_spancat(tmp_path):
+    text = "a\tB-person\nb\tB-person\nc\tI-person\nd\tO\n"
+    out = tmp_path / "c.spacy"
+    convert(_write(tmp_path, "c.conll", text), out, spans_key="sc")
+    (doc,) = DocBin().from_disk(out).get_docs(spacy.blank("en").vocab)
+    assert [(s.text, s.label_) for s in doc.spans["sc"]] == [(e.text, e.label_) for e in doc.ents] == [
+        ("a", "person"), ("b c", "person")]
+    convert(_write(tmp_path, "c.conll", text), out)  # default: entities only
+    (doc,) = DocBin().from_disk(out).get_docs(spacy.blank("en").vocab)
+    assert "sc" not in doc.spans and len(doc.ents) == 2
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
-from spacy_entangle.cli.convert_codeswitch import (
+from spacy_entangle.converters.codeswitch import (
     CodeswitchFormatError,
     convert_codeswitch,
     mixed_char_labels,
@@ -119,7 +119,7 @@ def test_real_lines_with_problems(source, tmp_path):
     path = tmp_path / "part.txt"
     path.write_text("\n".join(picked) + "\n", encoding="utf8")
     nlp = spacy.blank("es")
-    from spacy_entangle.cli.convert_codeswitch import CodeswitchStats
+    from spacy_entangle.converters.codeswitch import CodeswitchStats
 
     stats = CodeswitchStats()
     posts = read_codeswitch(path, stats=stats)

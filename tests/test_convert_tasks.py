@@ -18,9 +18,10 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
-from spacy_entangle.cli.convert import ConllFormatError, conll_to_docs
-from spacy_entangle.cli.convert_textcat import TextcatFormatError, read_mapping, textcat_to_docs
-from spacy_entangle.cli.convert_tweebank import ConlluFormatError, conllu_to_docs, convert_conllu
+from spacy_entangle.converters import FormatError
+from spacy_entangle.converters.conll_ner import ConllFormatError, conll_to_docs
+from spacy_entangle.converters.textcat import TextcatFormatError, read_mapping, textcat_to_docs
+from spacy_entangle.converters.conllu import ConlluFormatError, conllu_to_docs, convert_conllu
 
 LANGUAGES = ["amh", "hau", "ibo", "kin", "lug", "luo", "pcm", "swa", "wol", "yor"]
 
@@ -144,7 +145,7 @@ MWT = """# sent_id = 1
 
 
 def test_multiword_tokens_empty_nodes_and_text_fallback(tmp_path):
-    from spacy_entangle.cli.convert_tweebank import ConlluStats
+    from spacy_entangle.converters.conllu import ConlluStats
 
     stats = ConlluStats()
     docs = conllu_to_docs(_write(tmp_path, "mwt.conllu", MWT), "en", stats=stats)
@@ -190,7 +191,7 @@ def test_conllu_malformed_names_file_and_line(tmp_path, text, line, fragment):
     src = _write(tmp_path, "bad.conllu", text)
     with pytest.raises(ConlluFormatError) as err:
         conllu_to_docs(src)
-    assert isinstance(err.value, ConllFormatError) and err.value.line == line
+    assert isinstance(err.value, FormatError) and err.value.line == line
     assert str(err.value).startswith(f"{src}:{line}: ") and fragment in str(err.value)
     out = tmp_path / "out.spacy"
     r = _cli("convert-conllu", src, out)

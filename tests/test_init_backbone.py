@@ -221,3 +221,28 @@ def test_cli_subprocess(tmp_path):
     # the same settings in-process give the same bytes: the CLI adds nothing random
     again = make_random_canine(tmp_path / "again", layers=1, width=16, heads=2, local_stride=16, seed=5)
     assert (out / "model.safetensors").read_bytes() == (again / "model.safetensors").read_bytes()
+
+
+def test_a_non_empty_folder_needs_force(tmp_path):
+    out = tmp_path / "c"
+    args = ["init-backbone", "canine", str(out), "--layers", "1", "--width", "32", "--heads", "2", "--hash-buckets", "2048"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    result = CliRunner().invoke(app, args)  # again, into the folder it just wrote
+    assert result.exit_code == 1 and "is not empty; pass --force" in result.output
+    (tmp_path / "file").write_text("x")
+    result = CliRunner().invoke(app, ["init-backbone", "canine", str(tmp_path / "file")])
+    assert result.exit_code == 1 and "is a file" in result.output
+    assert CliRunner().invoke(app, args + ["--force"]).exit_code == 0
+
+
+def test_model_cards_carry_the_hugging_face_metadata_header(canine_dir, minilm_dir):
+    import srsly
+
+    for folder, license, tag in ((canine_dir, "mit", "random-init"), (minilm_dir, "apache-2.0", "pretrained")):
+        text = (folder / "README.md").read_text(encoding="utf8")
+        assert text.startswith("---\n")
+        header = srsly.yaml_loads(text.split("---\n")[1])
+        assert header["license"] == license and header["library_name"] == "transformers"
+        assert {"spacy-entangle", tag} <= set(header["tags"])
+    assert srsly.yaml_loads((minilm_dir / "README.md").read_text().split("---\n")[1])["base_model"] == (
+        "sentence-transformers/all-MiniLM-L6-v2")

@@ -8,7 +8,7 @@ import srsly
 from spacy.tokens import DocBin
 
 from _pipelines import build, entangle_cfg, train
-from spacy_entangle.cli.convert_codeswitch import convert_codeswitch
+from spacy_entangle.converters.codeswitch import convert_codeswitch
 from spacy_entangle.tokenization import configure_windows
 
 

@@ -88,3 +88,13 @@ def test_backbone_errors_are_clear(tmp_path, monkeypatch):
         load_encoder(str(empty), role="subword")
     with pytest.raises(BackboneError, match="tokenizer"):
         load_tokenizer(str(empty))
+
+
+@pytest.mark.parametrize("value,on", [("1", True), ("ON", True), ("yes", True), ("True", True), ("0", False),
+                                      ("off", False), ("", False), ("false", False)])
+def test_offline_flag_is_read_as_huggingface_hub_reads_it(monkeypatch, value, on):
+    """HF_HUB_OFFLINE=0 is OFF (the error message said "offline mode is set" for it)."""
+    from spacy_entangle.modeling.backbones import _env_true
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", value)
+    assert _env_true("HF_HUB_OFFLINE") is on

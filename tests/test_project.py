@@ -42,6 +42,7 @@ TINY_VARS = {
     "max_steps": 4,
     "eval_frequency": 2,
     "package_version": "0.0.1",
+    "plugin_src": str(ROOT),  # the project runs from a copy: build the plugin from the checkout
 }
 TINY_ENV = {
     "ENTANGLE_SUBWORD_BACKBONE_ARGS": "--layers 1 --width 32 --heads 2",
@@ -169,7 +170,8 @@ def test_every_variant_trains_with_its_settings():
 
     entangle = command("entangle")
     for part in ["train ../configs/ner_cpu.cfg --output training/entangle/seed1", "--system.seed 1",
-                 "--training.max_steps 600", "--paths.char_backbone backbones/canine-masked",
+                 "--training.max_steps 600 --training.optimizer.learn_rate.total_steps 600",
+                 "--paths.char_backbone backbones/canine-masked",
                  "--components.entangle.model.n_coattention 1", "--components.ner.model.tok2vec.side subword",
                  "--nlp.batch_size 16"]:
         assert part in entangle, part
@@ -182,6 +184,9 @@ def test_every_variant_trains_with_its_settings():
     augmenter = '{"@augmenters": "spacy-entangle.char_noise_augmenter.v1", "level": 0.4, "rate": 0.25}'
     assert augmenter in command("entangle-aug") and augmenter in command("baseline-aug")
     assert augmenter not in entangle
+    spancat = command("entangle-spancat")
+    assert "../configs/spancat_cpu.cfg" in spancat and "--components.spancat.model.tok2vec.side subword" in spancat
+    assert "components.ner" not in spancat
     paper = command("paper", max_steps=None, eval_frequency=None)
     assert "--paths.char_backbone google/canine-s" in paper and "--paths.subword_backbone roberta-base" in paper
     assert "max_steps" not in paper  # the paper config's own budget
@@ -257,7 +262,9 @@ def test_dry_run_of_all(tmp_path):
         "-m spacy_entangle convert",
         "scripts/variants.py train entangle --seeds 0 --char-encoder masked --subword-dir backbones/minilm --n-coattention 1 --max-steps 7",
         "-m spacy package training/entangle/seed0/model-best packages --name entangle_wnut",
-        "pip install --no-deps --force-reinstall packages/en_entangle_wnut-0.1.0/dist/",
+        "-m build --wheel --no-isolation --outdir packages ..",
+        "pip uninstall -y -q en_entangle_wnut",
+        "pip install --find-links packages packages/en_entangle_wnut-0.1.0/dist/",
         "scripts/check_package.py en_entangle_wnut",
     ]:
         assert part in out, part
@@ -431,6 +438,8 @@ def test_wnut_project_end_to_end(tmp_path):
     assert timing["seconds"] > 0 and "--system.seed" in timing["command"]
     wheel = project / "packages" / "en_entangle_wnut-0.0.1" / "dist" / "en_entangle_wnut-0.0.1-py3-none-any.whl"
     assert wheel.exists()
+    # the spacy-entangle wheel beside it: `pip install --find-links packages` resolves the requirement
+    assert list((project / "packages").glob("spacy_entangle-*-py3-none-any.whl"))
     meta = json.loads((project / "packages" / "en_entangle_wnut-0.0.1" / "meta.json").read_text())
     assert meta["name"] == "entangle_wnut" and meta["lang"] == "en" and meta["version"] == "0.0.1"
     assert any(r.startswith("spacy-entangle>=") for r in meta["requirements"])

@@ -286,8 +286,8 @@ def _evaluate_task():
 @pytest.fixture(scope="module")
 def task_corpora(tmp_path_factory, shared_data):
     """Small real corpora made by the converters: Tweebank (UPOS in tag_) and TweetEval."""
-    from spacy_entangle.cli.convert_textcat import convert_textcat
-    from spacy_entangle.cli.convert_tweebank import convert_conllu
+    from spacy_entangle.converters.textcat import convert_textcat
+    from spacy_entangle.converters.conllu import convert_conllu
 
     out = tmp_path_factory.mktemp("task_corpora")
     for split, n in (("train", 24), ("dev", 8)):

@@ -49,6 +49,7 @@ class Variant:
     augment: bool = False
     char_backbone: Optional[str] = None
     subword_backbone: Optional[str] = None
+    component: str = "ner"
 
     @property
     def is_entangle(self) -> bool:
@@ -70,7 +71,7 @@ def load_variants(path: Path = HERE / "variants.yml") -> Dict[str, Variant]:
     out: Dict[str, Variant] = {}
     for name, spec in raw.items():
         spec = dict(spec or {})
-        unknown = set(spec) - {"config", "char_encoder", "side", "augment", "char_backbone", "subword_backbone"}
+        unknown = set(spec) - {"config", "char_encoder", "side", "augment", "char_backbone", "subword_backbone", "component"}
         if unknown:
             raise ValueError(f"{path}: variant {name!r}: unknown keys {sorted(unknown)}")
         if "config" not in spec:
@@ -131,8 +132,8 @@ def train_command(
         "--paths.subword_backbone", variant.subword_backbone or str(subword_dir),
         "--system.seed", str(seed),
     ]
-    if max_steps is not None:
-        cmd += ["--training.max_steps", str(max_steps)]
+    if max_steps is not None:  # the learning-rate schedule ends with the budget
+        cmd += ["--training.max_steps", str(max_steps), "--training.optimizer.learn_rate.total_steps", str(max_steps)]
     if eval_frequency is not None:
         cmd += ["--training.eval_frequency", str(eval_frequency)]
     cmd += ["--gpu-id", str(gpu_id)]
@@ -140,7 +141,7 @@ def train_command(
         cmd += ["--paths.char_backbone", variant.char_dir(backbones_dir, char_encoder)]
         if n_coattention is not None:
             cmd += ["--components.entangle.model.n_coattention", str(n_coattention)]
-        cmd += ["--components.ner.model.tok2vec.side", variant.side]
+        cmd += [f"--components.{variant.component}.model.tok2vec.side", variant.side]
     if variant.augment:
         augmenter = {"@augmenters": "spacy-entangle.char_noise_augmenter.v1", "level": aug_level, "rate": aug_rate}
         cmd += ["--corpora.train.augmenter", json.dumps(augmenter)]
@@ -163,7 +164,7 @@ def evaluate(model: Path, sets: Dict[str, Path], outputs: Dict[str, Path], gpu_i
         scores = nlp.evaluate([Example(nlp.make_doc(doc.text), doc) for doc in docs])
         outputs[key].parent.mkdir(parents=True, exist_ok=True)
         srsly.write_json(outputs[key], scores)
-        print(f"✔ {model} on {corpus}: ents_f {pct(scores.get('ents_f'), 2)} -> {outputs[key]}")
+        print(f"✔ {model} on {corpus}: F1 {pct(score(scores), 2)} -> {outputs[key]}")
 
 
 def same_command(time_path: Path, cmd: Sequence[str]) -> bool:
@@ -255,14 +256,20 @@ def load_rows(metrics_dir: Path, names: Sequence[str]) -> List[Dict]:
     return rows
 
 
+def score(scores: Dict, what: str = "f") -> Optional[float]:
+    """Entity F (P, R) of `spacy evaluate` output: the ner's ents_*, or a spancat's spans_sc_*."""
+    value = scores.get(f"ents_{what}")
+    return scores.get(f"spans_sc_{what}") if value is None else value
+
+
 def _f1s(rows_runs: List[Dict], key: str, rate: Optional[str] = None) -> List[float]:
     if rate is None:
-        return [r[key]["ents_f"] for r in rows_runs if r.get(key)]
-    return [r["noisy"][rate]["ents_f"] for r in rows_runs if rate in r["noisy"]]
+        return [score(r[key]) for r in rows_runs if r.get(key)]
+    return [score(r["noisy"][rate]) for r in rows_runs if rate in r["noisy"]]
 
 
 def _drops(runs: List[Dict], rate: str) -> List[float]:
-    return [r["dev"]["ents_f"] - r["noisy"][rate]["ents_f"] for r in runs if rate in r["noisy"]]
+    return [score(r["dev"]) - score(r["noisy"][rate]) for r in runs if rate in r["noisy"]]
 
 
 def make_table(rows: List[Dict], speed: Optional[dict], reference: str = "baseline") -> List[str]:
@@ -281,8 +288,8 @@ def make_table(rows: List[Dict], speed: Optional[dict], reference: str = "baseli
         runs = row["runs"]
         devs = [r["dev"] for r in runs]
         cells = [row["name"], str(len(runs)), fmt_mean_spread(_f1s(runs, "dev"))]
-        cells += [pct(mean_spread([d.get("ents_p") for d in devs])[0]), pct(mean_spread([d.get("ents_r") for d in devs])[0])]
-        cells.append(" / ".join(f"{pct(r['dev']['ents_f'])}" for r in runs))
+        cells += [pct(mean_spread([score(d, "p") for d in devs])[0]), pct(mean_spread([score(d, "r") for d in devs])[0])]
+        cells.append(" / ".join(pct(score(r["dev"])) for r in runs))
         for rate in rates:
             drops = _drops(runs, rate)
             cells += [fmt_mean_spread(_f1s(runs, "dev", rate)), fmt_mean_spread(drops)]
@@ -298,7 +305,8 @@ def make_table(rows: List[Dict], speed: Optional[dict], reference: str = "baseli
     notes = [
         "",
         "WNUT-17 dev, entity-level scores in % (spaCy's scorer: exact span + type); mean ± sample "
-        "standard deviation over the seeds (`--system.seed`), P and R are means.",
+        "standard deviation over the seeds (`--system.seed`), P and R are means; a spancat variant's "
+        "are its spans_sc_* scores (the same entities as spans: exact span + label).",
     ]
     if rates:
         notes.append(

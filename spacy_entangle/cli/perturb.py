@@ -9,8 +9,8 @@ from spacy.vocab import Vocab
 from tqdm import tqdm
 
 from ..noise import ATTACKS, MIN_LENGTH, check_attacks, is_word, perturb_docs
-from ._app import app
-from .convert import write_docbin_atomic
+from ._app import app, cli_errors
+from ..converters.io import write_docbin_atomic
 
 
 @app.command("perturb")
@@ -24,25 +24,17 @@ def perturb_cli(
     # fmt: on
 ) -> None:
     """Apply character noise to every doc of a .spacy corpus, keeping entities, tags and cats."""
-    try:
+    with cli_errors("perturb", f"{input_path} -> {output_path}"):
         chosen = check_attacks(rate, [a.strip() for a in attacks.split(",") if a.strip()])
-    except ValueError as e:
-        typer.echo(f"✘ perturb: {e}", err=True)
-        raise typer.Exit(code=1)
-    try:
-        docbin = DocBin().from_disk(input_path)
-    except (OSError, ValueError) as e:
-        typer.echo(f"✘ perturb: cannot read {input_path} as a .spacy corpus: {e}", err=True)
-        raise typer.Exit(code=1)
-    docs = list(docbin.get_docs(Vocab()))
-    counts: Counter = Counter()
-    stream = perturb_docs(docs, rate, seed=seed, attacks=chosen, counts=counts)
-    new_docs = list(tqdm(stream, total=len(docs), desc="perturb", unit="doc", disable=len(docs) < 2000, leave=False))
-    try:
+        try:
+            docbin = DocBin().from_disk(input_path)
+        except (OSError, ValueError) as e:
+            raise ValueError(f"cannot read {input_path} as a .spacy corpus: {e}") from e
+        docs = list(docbin.get_docs(Vocab()))
+        counts: Counter = Counter()
+        stream = perturb_docs(docs, rate, seed=seed, attacks=chosen, counts=counts)
+        new_docs = list(tqdm(stream, total=len(docs), desc="perturb", unit="doc", disable=len(docs) < 2000, leave=False))
         write_docbin_atomic(new_docs, output_path)
-    except OSError as e:
-        typer.echo(f"✘ perturb: cannot write {output_path}: {e}", err=True)
-        raise typer.Exit(code=1)
     words = sum(is_word(t) for doc in docs for t in doc)
     changed = sum(counts.values())
     per_attack = ", ".join(f"{a} {counts[a]}" for a in chosen)

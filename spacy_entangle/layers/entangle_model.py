@@ -14,6 +14,7 @@ from thinc.api import ArgsKwargs, Model, get_torch_default_device, torch2xp, xp2
 from ..data import SIDES, EntangleData
 from ..tokenization import WindowGetter, WindowInput, prepare_docs
 from ..tokenization.windows import configure_windows
+from .replace import replace_listener, replace_listener_cfg
 from .settings import EntangleSettings
 from .shim import EntangleShim
 
@@ -24,8 +25,6 @@ def EntangleModel(
     settings: EntangleSettings, window_getter: Optional[WindowGetter] = None
 ) -> Model[List[Doc], List[EntangleData]]:
     """The thinc model of the `entangle` component (settings checked when built)."""
-    from .listener import replace_listener, replace_listener_cfg
-
     return Model(
         "entangle",
         forward,
@@ -100,6 +99,8 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Entangl
 
     win_sub: List[Any] = [None] * len(windows)
     win_char: List[Any] = [None] * len(windows)
+    keep_maps = shim.store_attention and not is_train
+    win_maps: List[Any] = [None] * len(windows)
     trained: List[Tuple[List[int], Any, Any]] = []  # (chunk, S, C) kept for the backward pass
     for chunk in chunks:
         subs = [windows[i].sub_ids for i in chunk]
@@ -121,6 +122,9 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Entangl
                 win_char[i] = C_xp[j, : len(chs[j])]
         if is_train:
             trained.append((chunk, S, C))
+        if keep_maps:
+            for j, i in enumerate(chunk):
+                win_maps[i] = attention_maps(shim, windows[i], shim.last_attention, j)
 
     # windows are in doc order: gather each doc's rows (a copy: a doc must not keep
     # the whole padded chunk alive through a view)
@@ -132,7 +136,8 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Entangl
         idx = by_doc.get(d, [])
         sub = _gather(ops, [win_sub[i] for i in idx], width) if need_sub else None
         char = _gather(ops, [win_char[i] for i in idx], width) if need_char else None
-        outputs.append(EntangleData(subword=sub, char=char, align=align))
+        maps = [win_maps[i] for i in idx] if keep_maps else None
+        outputs.append(EntangleData(subword=sub, char=char, align=align, attention=maps))
 
     def backprop(d_outputs: List[EntangleData]) -> List[Doc]:
         # doc-level gradients -> per-window slices -> padded chunk gradients
@@ -174,3 +179,17 @@ def _gather(ops, parts: List[Any], width: int):
     if len(parts) == 1:
         return parts[0].copy()
     return ops.xp.concatenate(parts, axis=0)
+
+
+def attention_maps(shim: EntangleShim, window: WindowInput, maps: List[Any], row: int) -> Dict[str, Any]:
+    """One window's co-attention maps, padding cut off, labelled: its pieces (the
+    tokenizer's strings) and characters (CANINE's [CLS]/[SEP] named), and per module the
+    head-averaged weights subword -> char (n_pieces, n_chars) and char -> subword."""
+    n_sub, n_char = len(window.sub_ids), len(window.char_ids)
+    specials = {shim.chars.cls_id: "[CLS]", shim.chars.sep_id: "[SEP]"}
+    return {
+        "pieces": shim.subwords.tokenizer.convert_ids_to_tokens([int(i) for i in window.sub_ids]),
+        "chars": [specials.get(int(c), chr(int(c))) for c in window.char_ids],
+        "sub2char": [s2c[row, :n_sub, :n_char].cpu().numpy().astype("float32") for s2c, _ in maps],
+        "char2sub": [c2s[row, :n_char, :n_sub].cpu().numpy().astype("float32") for _, c2s in maps],
+    }

@@ -12,10 +12,9 @@ import weakref
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
 from spacy.tokens import Doc
-from thinc.api import Model, Ragged
-from thinc.types import Floats2d
+from thinc.api import Model
 
-from ..data import SIDES, EntangleData
+from ..data import EntangleData
 from ..tokenization.batch import DocAlignment
 
 
@@ -145,116 +144,3 @@ def _zeros(model: EntangleListener, doc: Doc) -> EntangleData:
     zeros_idx = numpy.zeros(n, dtype="int32")
     align = DocAlignment(1, 1, ones, zeros_idx, ones.copy(), zeros_idx.copy(), [(0, 0)])
     return EntangleData(model.ops.alloc2f(1, width), model.ops.alloc2f(1, width), align)
-
-
-# -- token pooling -----------------------------------------------------------------
-
-
-def entangle_pool(side: str, pooling: Model[Ragged, Floats2d], grad_factor: float = 1.0) -> Model[List[EntangleData], List[Floats2d]]:
-    """One vector per token: the token's rows on ``side`` reduced by ``pooling``
-    (the paper: the first piece / first character). side="both" concatenates."""
-    sides = side_names(side)
-    return Model(
-        "entangle-pool",
-        pool_forward,
-        layers=[pooling],
-        attrs={"sides": sides, "grad_factor": grad_factor},
-        dims={"nO": None},
-        init=pool_init,
-    )
-
-
-def side_names(side: str) -> Tuple[str, ...]:
-    if side == "both":
-        return SIDES
-    if side not in SIDES:
-        raise ValueError(f"side must be 'subword', 'char' or 'both', got {side!r}")
-    return (side,)
-
-
-def pool_init(model: Model, X: Any = None, Y: Any = None) -> None:
-    if X:
-        for data in X:
-            width = data.side(model.attrs["sides"][0]).shape[1]
-            model.set_dim("nO", width * len(model.attrs["sides"]), force=True)
-            break
-
-
-def pool_forward(model: Model, datas: List[EntangleData], is_train: bool):
-    ops = model.ops
-    pooling = model.layers[0]
-    grad_factor = model.attrs["grad_factor"]
-    n_tokens = [len(d.align.subword_lengths) for d in datas]
-    per_side = []
-    callbacks = []
-    for side in model.attrs["sides"]:
-        Xs = [d.side(side) for d in datas]
-        rows = [getattr(d.align, f"{side}_rows") for d in datas]
-        lengths = [getattr(d.align, f"{side}_lengths") for d in datas]
-        width = Xs[0].shape[1] if Xs else 0
-        gathered = [X[ops.asarray(r, dtype="int32")] for X, r in zip(Xs, rows)]
-        flat = ops.xp.concatenate(gathered, axis=0) if gathered else ops.alloc2f(0, width)
-        all_lengths = ops.asarray1i(ops.xp.concatenate([ops.asarray1i(l) for l in lengths])) if lengths else ops.alloc1i(0)
-        if flat.shape[0] == 0:
-            Y = ops.alloc2f(0, width)
-            bp_pool = None
-        else:
-            Y, bp_pool = pooling(Ragged(flat, all_lengths), is_train)
-        per_side.append(Y)
-        callbacks.append((side, Xs, rows, bp_pool, width))
-    Y = per_side[0] if len(per_side) == 1 else ops.xp.hstack(per_side)
-    outputs = _split(ops, Y, n_tokens)
-
-    def backprop(dYs: List[Floats2d]) -> List[EntangleData]:
-        dY = ops.xp.concatenate(dYs, axis=0) if dYs else ops.alloc2f(0, Y.shape[1])
-        grads = [EntangleData(subword=None, char=None, align=d.align) for d in datas]
-        col = 0
-        for side, Xs, rows, bp_pool, width in callbacks:
-            d_side = dY[:, col : col + width]
-            col += width
-            if bp_pool is None:
-                continue
-            d_flat = bp_pool(ops.xp.ascontiguousarray(d_side)).dataXd
-            if grad_factor != 1.0:
-                d_flat = d_flat * grad_factor
-            start = 0
-            for g, X, r in zip(grads, Xs, rows):
-                dX = ops.alloc2f(*X.shape)
-                n = len(r)
-                if n:
-                    ops.scatter_add(dX, ops.asarray1i(r), d_flat[start : start + n])
-                start += n
-                setattr(g, side, dX)
-        return grads
-
-    return outputs, backprop
-
-
-def _split(ops, Y, sizes: List[int]) -> List[Floats2d]:
-    out, start = [], 0
-    for n in sizes:
-        out.append(Y[start : start + n])
-        start += n
-    return out
-
-
-# -- replace_listeners support ------------------------------------------------------
-
-
-def replace_listener(model: Model, listener: Model, component: Any) -> Model:
-    """`nlp.replace_listeners`: the copied EntangleModel takes the listener's place
-    (it emits the same List[EntangleData]) and computes what that listener reads."""
-    model.attrs["sides"] = tuple(listener.attrs.get("sides", SIDES))
-    return model
-
-
-def replace_listener_cfg(tok2vec_model_cfg, listener_model_cfg):
-    """The config of the standalone replacement: EntangleModel's settings plus the
-    listener's side / pooling / grad_factor, as `spacy-entangle.EntangleTok2Vec.v1`."""
-    result = dict(tok2vec_model_cfg)
-    if "EntangleListener" in listener_model_cfg.get("@architectures", ""):
-        result["@architectures"] = "spacy-entangle.EntangleTok2Vec.v1"
-        for key in ("side", "pooling", "grad_factor"):
-            if key in listener_model_cfg:
-                result[key] = listener_model_cfg[key]
-    return result

@@ -36,6 +36,9 @@ class EntangleShim(PyTorchShim):
         self.subwords = None
         self.chars = None
         self.inference = "fp32"
+        # opt-in: keep the co-attention maps of each prediction (last_attention)
+        self.store_attention = False
+        self.last_attention: Optional[List[Any]] = None
         self._autocast = False  # fp16 autocast in training (mixed precision, CUDA only)
         self._int8_model: Optional[torch.nn.Module] = None  # built on first int8 predict
 
@@ -101,10 +104,13 @@ class EntangleShim(PyTorchShim):
                 self._int8_model = quantize_int8(self._model)
             model = self._int8_model
         model.eval()
+        model.keep_attention(self.store_attention)
         device_type = next(self._model.parameters()).device.type
         with torch.inference_mode(), inference_autocast(self.inference, device_type):
             with torch.autocast(device_type="cuda", enabled=self._autocast):
-                return model(*inputs.args, **inputs.kwargs)
+                output = model(*inputs.args, **inputs.kwargs)
+        self.last_attention = model.attention_maps() if self.store_attention else None
+        return output
 
     # -- training ---------------------------------------------------------------
     def begin_update(self, inputs: ArgsKwargs):
@@ -113,6 +119,7 @@ class EntangleShim(PyTorchShim):
         parameter's gradient on each backward call, which divides the gradients of
         earlier chunks (or accumulated batches) by the loss scale again."""
         self._model.train()
+        self._model.keep_attention(False)
         with torch.autocast("cuda", enabled=self._autocast):
             output = self._model(*inputs.args, **inputs.kwargs)
 

@@ -34,13 +34,18 @@ def _explain(name: str, role: str, err: Exception) -> BackboneError:
             detail = "; ".join(parts) or f"{type(err).__name__}: {err}"
             why = f"the local directory '{name}' cannot be loaded: {detail} (files: {present})"
     else:
-        offline = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE")
+        offline = _env_true("HF_HUB_OFFLINE") or _env_true("TRANSFORMERS_OFFLINE")
         why = (
             f"'{name}' is not a local directory and could not be fetched from the Hugging Face hub "
             + ("(offline mode is set)" if offline else "(hub unreachable, or no such model)")
             + "; give a local directory (e.g. one made by `python -m spacy_entangle init-backbone`)"
         )
     return BackboneError(f"Cannot load the {role} backbone {name!r}: {why}. ({type(err).__name__}: {err})")
+
+
+def _env_true(name: str) -> bool:
+    """Read a flag as huggingface_hub does: 1 / ON / YES / TRUE, any case ("0" is off)."""
+    return os.environ.get(name, "").strip().upper() in {"1", "ON", "YES", "TRUE"}
 
 
 def load_encoder(name: str, role: str) -> Any:

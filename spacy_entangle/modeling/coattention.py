@@ -28,10 +28,17 @@ class CoAttentionBlock(nn.Module):
         )
         self.norm2 = nn.LayerNorm(width)
         self.dropout = nn.Dropout(dropout)
+        # opt-in (`store_attention`): keep the last head-averaged weights (B, Lx, Lo); off,
+        # torch runs its fused attention and computes no weights
+        self.keep_weights = False
+        self.last_weights: Optional[torch.Tensor] = None
 
     def forward(self, x: torch.Tensor, other: torch.Tensor, other_pad: torch.Tensor) -> torch.Tensor:
         """x: (B, Lx, W); other: (B, Lo, W); other_pad: (B, Lo) bool, True = padding."""
-        attended, _ = self.attention(x, other, other, key_padding_mask=other_pad, need_weights=False)
+        attended, weights = self.attention(
+            x, other, other, key_padding_mask=other_pad, need_weights=self.keep_weights, average_attn_weights=True
+        )
+        self.last_weights = weights.detach().float() if self.keep_weights else None
         x = self.norm1(x + self.dropout(attended))
         return self.norm2(x + self.dropout(self.ffn(x)))
 

@@ -1,6 +1,6 @@
 """The entanglement model: a character encoder and a subword encoder joined by
 ``n_coattention`` co-attention modules per side."""
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -56,10 +56,24 @@ class EntangleEncoder(nn.Module):
         self.char_layers = nn.ModuleList(
             CoAttentionModule(width, n_heads, ffn_width, dropout, checkpointing) for _ in range(n_coattention)
         )
+        self._keep_attention = False
         if checkpointing:
             for enc in (char_encoder, subword_encoder):
                 if getattr(enc, "supports_gradient_checkpointing", False):
                     enc.gradient_checkpointing_enable()
+
+    def keep_attention(self, keep: bool) -> None:
+        """Whether the next forward passes keep each module's cross-attention weights
+        (``attention_maps``); they need both sides' modules, so both are computed."""
+        self._keep_attention = keep
+        for layer in (*self.sub_layers, *self.char_layers):
+            layer.cross.keep_weights = keep
+
+    def attention_maps(self) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+        """Per module, the last forward's head-averaged cross-attention weights:
+        (subword -> char: (B, Ls, Lc), char -> subword: (B, Lc, Ls)); rows sum to 1 over
+        the real positions of the other side (padding gets 0)."""
+        return [(s.cross.last_weights, c.cross.last_weights) for s, c in zip(self.sub_layers, self.char_layers)]
 
     def forward(
         self,
@@ -76,6 +90,8 @@ class EntangleEncoder(nn.Module):
         needed is not run at all (n_coattention = 0 + char-only listeners is the
         char-only baseline: CANINE alone, no subword encoder, no co-attention)."""
         m = self.n_coattention
+        if self._keep_attention:
+            need_subword = need_char = True
         hs = hc = None
         # record_function labels: the per-stage split of benchmarks/speed.py (free when
         # no profiler runs)

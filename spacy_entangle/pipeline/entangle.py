@@ -1,6 +1,7 @@
 """The `entangle` component: runs the entanglement model once per batch and feeds
 every downstream listener (ner, tagger, textcat, ...), like spacy-transformers'
 `transformer` component."""
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
@@ -27,9 +28,14 @@ n_coattention = 2
 """
 
 
+LONG_DOC_CHARS = 1000  # store_attention warns above this: the maps grow with length squared
+
+
 def install_extensions() -> None:
     if not Doc.has_extension("entangle"):
         Doc.set_extension("entangle", default=None)
+    if not Doc.has_extension("entangle_attention"):
+        Doc.set_extension("entangle_attention", default=None)
 
 
 @dataclass
@@ -101,17 +107,22 @@ def _check_upstream(nlp: Language, before: List[str], name: str, upstream: str) 
         "frozen": False,
         "store_output": True,
         "inference": "fp32",
+        "store_attention": False,
     },
 )
 def make_entangle(
-    nlp: Language, name: str, model: Model, frozen: bool, store_output: bool, inference: str
+    nlp: Language, name: str, model: Model, frozen: bool, store_output: bool, inference: str,
+    store_attention: bool,
 ) -> "Entangle":
     """The shared character + subword encoder. frozen = true: predict under no-grad
     and never step the optimizer (grad_factor = 0 is not freezing). store_output =
     false: ``doc._.entangle`` is dropped once every listener has read it. inference:
     how prediction runs, "fp32" (exact), "int8" (dynamic int8 quantization of the
-    Linear layers, CPU) or "bf16" (bfloat16 autocast); training is always exact."""
-    return Entangle(nlp.vocab, model, name, frozen=frozen, store_output=store_output, inference=inference)
+    Linear layers, CPU) or "bf16" (bfloat16 autocast); training is always exact.
+    store_attention = true: ``doc._.entangle_attention`` keeps each co-attention module's
+    cross-attention maps (``python -m spacy_entangle explain`` draws them); off by default."""
+    return Entangle(nlp.vocab, model, name, frozen=frozen, store_output=store_output, inference=inference,
+                    store_attention=store_attention)
 
 
 class Entangle(TrainablePipe):
@@ -126,6 +137,7 @@ class Entangle(TrainablePipe):
         frozen: bool = False,
         store_output: bool = True,
         inference: str = "fp32",
+        store_attention: bool = False,
     ):
         self.vocab = vocab
         self.model = model
@@ -133,6 +145,7 @@ class Entangle(TrainablePipe):
         self.inference = check_inference_mode(inference)
         if model.shims:
             model.shims[0].set_inference(self.inference)
+        self.store_attention = store_attention
         self.name = name
         self.cfg = {"frozen": frozen, "store_output": store_output}
         self.listener_map: Dict[str, List[EntangleListener]] = {}
@@ -140,6 +153,19 @@ class Entangle(TrainablePipe):
         self._pending: Optional[_PendingBackward] = None
         self._grads_waiting = False
         install_extensions()
+
+    @property
+    def store_attention(self) -> bool:
+        """Keep the co-attention maps of each prediction in ``doc._.entangle_attention``
+        (per window: pieces, characters, and per module the head-averaged weights
+        subword -> char and char -> subword). A run-time setting: costs memory
+        (n_pieces x n_chars floats per module and direction) and the fused attention."""
+        return bool(self.model.shims and self.model.shims[0].store_attention)
+
+    @store_attention.setter
+    def store_attention(self, value: bool) -> None:
+        if self.model.shims:
+            self.model.shims[0].store_attention = bool(value)
 
     @property
     def frozen(self) -> bool:
@@ -198,6 +224,13 @@ class Entangle(TrainablePipe):
 
     def predict(self, docs: Iterable[Doc]) -> List[EntangleData]:
         docs = list(docs)
+        if self.store_attention:
+            long = [len(doc.text) for doc in docs if len(doc.text) > LONG_DOC_CHARS]
+            if long:
+                warnings.warn(
+                    f"store_attention keeps n_pieces x n_chars weights per co-attention module and direction: "
+                    f"{len(long)} doc(s) of up to {max(long):,} characters hold large maps (turn it off "
+                    "for bulk processing)", stacklevel=2)
         return self.model.predict(docs)
 
     def set_annotations(self, docs: Iterable[Doc], outputs: List[EntangleData]) -> None:
@@ -205,6 +238,8 @@ class Entangle(TrainablePipe):
         for doc, data in zip(docs, outputs):
             data.readers_left = readers
             doc._.entangle = data
+            if self.store_attention:
+                doc._.entangle_attention = data.attention
 
     # -- training ------------------------------------------------------------------------
     def update(

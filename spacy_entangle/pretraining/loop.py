@@ -21,6 +21,7 @@ import torch
 from tqdm import tqdm
 
 from ..modeling.backbones import canine_config
+from ..modeling.model_card import write_model_card
 from ..noise import ATTACKS, check_attacks
 from .data import Batch, CharVocab, PretrainDataError, epoch_batches, make_batch, read_texts, split_dev
 from .distill import Teacher
@@ -411,13 +412,14 @@ def _write_model(out: Path, model: CharPretrainer, settings: PretrainSettings, s
     data = "\n".join(f"- {k}: {v}" for k, v in stats.items())
     warning = (f"**Stopped by the time cap ({settings.max_minutes} min) after {steps} of {settings.max_steps} planned "
                f"steps.** `--resume` with a larger `--max-minutes` finishes it.\n\n") if cut_short else ""
-    (out / "README.md").write_text(
-        "# CANINE-style character encoder pretrained by spacy-entangle\n\n"
+    write_model_card(
+        out,
+        "CANINE-style character encoder pretrained by spacy-entangle",
         f"{warning}Self-supervised on {', '.join(str(t) for t in texts)} ({stats['documents']} documents, "
         f"{n_dev} held out for the dev figures), {steps} steps. Objective: {objective}. Started from: {config}.\n\n"
         f"Use it as `char_backbone` (paths.char_backbone = this directory). The prediction heads are "
         f"not kept; `{CHECKPOINT}/` holds what `--resume` needs.\n\n"
         f"## Last log entry\n{figures}\n\n## Settings\n{used}\n\n## Text\n{data}\n\n"
-        f"The loss curve is {LOG_NAME} (one JSON object per logged step).\n",
-        encoding="utf8",
+        f"The loss curve is {LOG_NAME} (one JSON object per logged step).",
+        tags=["canine", "character-level", "masked-lm"] + (["distillation"] if settings.distilling else []),
     )

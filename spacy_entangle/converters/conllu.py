@@ -30,13 +30,11 @@ from enum import Enum
 from pathlib import Path
 from typing import List, Optional, Tuple, Union
 
-import typer
 from spacy.parts_of_speech import IDS as UPOS_IDS
 from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
-from ._app import app, cli_errors
-from .convert import ConllFormatError, _get_vocab, read_lines, write_docbin_atomic
+from .io import FormatError, get_vocab, read_lines, write_docbin_atomic
 
 TEXT_RE = re.compile(r"^#\s*text\s*=(.*)$")
 WORD_ID = re.compile(r"^[1-9][0-9]*$")
@@ -45,7 +43,7 @@ EMPTY_ID = re.compile(r"^[0-9]+\.[1-9][0-9]*$")
 N_COLUMNS = 10
 
 
-class ConlluFormatError(ConllFormatError):
+class ConlluFormatError(FormatError):
     """Malformed CoNLL-U; ``str()`` reads ``FILE:LINE: message`` (LINE is 1-based)."""
 
 
@@ -277,7 +275,7 @@ def conllu_to_docs(
     (file + 1-based line) on malformed input, a FORM missing from the text, or no sentence."""
     path = Path(path)
     tag_from = TagFrom(tag_from)
-    vocab = _get_vocab(nlp_vocab_or_lang)
+    vocab = get_vocab(nlp_vocab_or_lang)
     sentences, empty = read_conllu(path)
     if not sentences:
         raise ConlluFormatError(path, None, "no sentences found (empty output)")
@@ -335,18 +333,3 @@ def convert_conllu(
     docs = conllu_to_docs(input_path, lang, tag_from=tag_from, stats=stats)
     write_docbin_atomic(docs, output_path)
     return stats
-
-
-@app.command("convert-conllu")
-def convert_conllu_cli(
-    # fmt: off
-    input_path: Path = typer.Argument(..., help="CoNLL-U file (e.g. Tweebank v2 en-ud-tweet-train.conllu)", dir_okay=False),
-    output_path: Path = typer.Argument(..., help="Output .spacy file (DocBin), one Doc per sentence, text = its '# text ='", dir_okay=False),
-    lang: str = typer.Option("en", "--lang", "-l", help="Language code of the blank vocab the Docs are made with"),
-    tag: TagFrom = typer.Option(TagFrom.xpos, "--tag", help="What token.tag_ holds: xpos (XPOS where given, else unset) or upos (for spaCy's tagger, which predicts tag_)"),
-    # fmt: on
-) -> None:
-    """Convert CoNLL-U to a .spacy corpus whose texts are the raw sentences (UPOS in pos_)."""
-    with cli_errors("convert-conllu", f"{input_path} -> {output_path}"):
-        stats = convert_conllu(input_path, output_path, lang=lang, tag_from=tag)
-    typer.echo(f"✔ {input_path} -> {output_path}: {stats.summary()} [tag_={tag.value}]")

@@ -1,0 +1,38 @@
+"""`init-config`: a complete training config for an entangle pipeline, like spaCy's
+`init config` (the work is `spacy_entangle.configs.build_config`)."""
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..configs import build_config
+from ._app import app, cli_errors
+
+
+@app.command("init-config")
+def init_config_cli(
+    # fmt: off
+    output: Path = typer.Argument(..., help="The .cfg file to write ('-' for stdout)", metavar="OUT.cfg", allow_dash=True),
+    pipeline: str = typer.Option("ner", "--pipeline", "-p", help="Comma-separated task components listening to entangle: ner, tagger, textcat"),
+    preset: str = typer.Option("cpu", "--preset", help="cpu (MiniLM-L6 + a small CANINE, made by the project) or paper (roberta-base + google/canine-s, GPU)"),
+    char_backbone: Optional[str] = typer.Option(None, "--char-backbone", help="paths.char_backbone (a Hugging Face name or folder)"),
+    subword_backbone: Optional[str] = typer.Option(None, "--subword-backbone", help="paths.subword_backbone (a Hugging Face name or folder)"),
+    lang: str = typer.Option("en", "--lang", help="nlp.lang"),
+    force: bool = typer.Option(False, "--force", help="Overwrite OUT.cfg"),
+    # fmt: on
+) -> None:
+    """Write a complete, validated training config (`spacy train OUT.cfg` trains it)."""
+    with cli_errors("init-config", str(output)):
+        if str(output) != "-" and output.exists() and not force:
+            raise ValueError(f"{output} exists; pass --force to overwrite it")
+        config = build_config(pipeline.split(","), preset, char_backbone=char_backbone,
+                              subword_backbone=subword_backbone, lang=lang)
+        header = (f"# spacy-entangle init-config --pipeline {pipeline} --preset {preset}\n"
+                  "# train: python -m spacy train THIS.cfg --paths.train TRAIN.spacy --paths.dev DEV.spacy\n")
+        text = header + config.to_str()
+        if str(output) == "-":
+            typer.echo(text)
+            return
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf8")
+    typer.echo(f"✔ Wrote {output}: entangle + {', '.join(config['nlp']['pipeline'][1:])} ({preset} preset)")
