@@ -1,4 +1,4 @@
-"""Running weasel projects for real from the tests: offline, one torch thread per process."""
+"""Subprocesses of the tests (weasel projects, CLIs) run offline with one torch thread."""
 import os
 import subprocess
 import sys
@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 
-def project_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+def offline_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """The environment of every subprocess the tests start: no hub look-ups, one thread."""
     env = dict(os.environ)
     env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
     env.update(extra or {})
@@ -20,7 +21,7 @@ def weasel(project: Path, command: str, vars=None, env=None, dry=False, check=Tr
         args.append("--dry")
     # --vars.NAME=VALUE: one argv item per override
     args += [f"--vars.{k}={v}" for k, v in (vars or {}).items()]
-    r = subprocess.run(args, capture_output=True, text=True, env=project_env(env), cwd=project)
+    r = subprocess.run(args, capture_output=True, text=True, env=offline_env(env), cwd=project)
     out = r.stdout + r.stderr
     if check:
         assert r.returncode == 0, f"weasel run {command} failed ({r.returncode}):\n{out[-6000:]}"

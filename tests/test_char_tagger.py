@@ -1,7 +1,6 @@
 """The `char_tagger` component (one label per character of doc.text) on the tiny
 offline backbones, trained on real posts of ../shared/data/codeswitch_es_wix."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,9 +12,10 @@ from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
 from _pipelines import entangle_cfg, listener
-from spacy_entangle.tokenization.text_rows import text_rows
+from _weasel import offline_env
 from spacy_entangle.pipeline.char_tagger import char_spans_from_tags, score_char_tags
 from spacy_entangle.tokenization import prepare_docs
+from spacy_entangle.tokenization.text_rows import text_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -221,11 +221,6 @@ def test_baseline_runs_the_char_encoder_only(canine_dir, bert_dir, posts):
             assert losses[-1] < losses[0]
 
 
-def _env():
-    env = dict(os.environ)
-    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
-    return env
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("config_name", ["char_tagger_cpu.cfg", "char_tagger_baseline_cpu.cfg"])
@@ -267,7 +262,7 @@ def test_spacy_train_and_evaluate(config_name, canine_dir, bert_dir, shared_data
         "--training.optimizer.learn_rate.initial_rate", "0.003",
         "--training.logger.progress_bar", "false", "--nlp.batch_size", "16",
     ]
-    run = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=tmp_path)
+    run = subprocess.run(cmd, capture_output=True, text=True, env=offline_env(), cwd=tmp_path)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     header = next(line for line in run.stdout.splitlines() if "CHAR_ACC" in line)
     assert "CHAR_ACC_MIX" in header and ("TAG_ACC" in header) != baseline
@@ -282,7 +277,7 @@ def test_spacy_train_and_evaluate(config_name, canine_dir, bert_dir, shared_data
     ev = subprocess.run(
         [sys.executable, "-m", "spacy", "evaluate", str(out / "model-last"), str(corpus / "small_dev.spacy"),
          "--output", str(tmp_path / "metrics.json"), "--per-component"],
-        capture_output=True, text=True, env=_env(),
+        capture_output=True, text=True, env=offline_env(),
     )
     assert ev.returncode == 0, ev.stderr[-2000:]
     scores = json.loads((tmp_path / "metrics.json").read_text())["char_tagger"]

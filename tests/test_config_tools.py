@@ -83,12 +83,12 @@ def test_init_config_writes_a_complete_config_spacy_accepts(tmp_path, corpus, ca
     from spacy_entangle.cli import app
 
     out = tmp_path / "all.cfg"
-    args = ["init-config", str(out), "--pipeline", "tagger,ner,textcat", "--preset", "cpu",
+    args = ["init-config", str(out), "--pipeline", "ner,tagger,textcat", "--preset", "cpu",
             "--char-backbone", str(canine_dir), "--subword-backbone", str(bert_dir), "--lang", "en"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     cfg = load_config(out, interpolate=False)
-    assert cfg["nlp"]["pipeline"] == ["entangle", "tagger", "ner", "textcat"]
+    assert cfg["nlp"]["pipeline"] == ["entangle", "ner", "tagger", "textcat"]
     assert cfg["paths"]["char_backbone"] == str(canine_dir) and cfg["paths"]["subword_backbone"] == str(bert_dir)
     weights = cfg["training"]["score_weights"]
     assert weights["ents_f"] == weights["tag_acc"] == weights["cats_score"] == pytest.approx(0.33)

@@ -3,7 +3,6 @@
 Real lines from ../shared/data (WNUT-17 TOKEN<TAB>TAG, MasakhaNER TOKEN TAG), malformed input
 (file + 1-based line, exit code 1, no output left behind), and the baseline configs through
 `spacy debug config`."""
-import os
 import subprocess
 import sys
 from collections import Counter
@@ -13,6 +12,7 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
+from _weasel import offline_env
 from spacy_entangle.converters.conll_ner import ConllFormatError, conll_to_docs, convert
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,17 +24,12 @@ needs_wnut = pytest.mark.skipif(not (WNUT / "train.conll").exists(), reason="no 
 needs_swa = pytest.mark.skipif(not SWA.exists(), reason="no ../shared/data/masakhaner/swa")
 
 
-def _env():
-    env = dict(os.environ)
-    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
-    return env
-
 
 def _run_module(*args):
     """The real entry point, `python -m spacy_entangle convert ...`, in a subprocess."""
     return subprocess.run(
         [sys.executable, "-m", "spacy_entangle", "convert", *map(str, args)],
-        capture_output=True, text=True, env=_env(),
+        capture_output=True, text=True, env=offline_env(),
     )
 
 
@@ -269,7 +264,7 @@ def test_baseline_configs_are_valid(tmp_path, name):
         [sys.executable, "-m", "spacy", "debug", "config", str(ROOT / "configs" / name),
          "--paths.train", str(tmp_path / "x.spacy"), "--paths.dev", str(tmp_path / "x.spacy"),
          "--paths.subword_backbone", str(sub)],
-        capture_output=True, text=True, env=_env(),
+        capture_output=True, text=True, env=offline_env(),
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Config is valid" in r.stdout

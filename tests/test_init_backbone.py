@@ -1,6 +1,5 @@
 """init-backbone: directories that load offline, are labelled, and are reproducible."""
 import json
-import os
 import subprocess
 import sys
 
@@ -9,6 +8,7 @@ import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 from typer.testing import CliRunner
 
+from _weasel import offline_env
 from spacy_entangle.cli import app
 from spacy_entangle.cli.init_backbone import (
     RANDOM_NOTE,
@@ -208,7 +208,7 @@ def test_cli_in_process_roberta_and_minilm(tmp_path):
 
 def test_cli_subprocess(tmp_path):
     out = tmp_path / "canine"
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env = offline_env()
     run = subprocess.run(
         [sys.executable, "-m", "spacy_entangle", "init-backbone", "canine", str(out),
          "--layers", "1", "--width", "16", "--heads", "2", "--local-stride", "16", "--seed", "5"],

@@ -20,7 +20,7 @@ import spacy
 import srsly
 from spacy.tokens import DocBin
 
-from _weasel import project_env, weasel
+from _weasel import offline_env, weasel
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ROOT / "project"
@@ -387,7 +387,7 @@ def test_speed_side_by_side(tmp_path):
     r = subprocess.run(
         [sys.executable, PROJECT / "scripts" / "speed.py", tmp_path / "dev.spacy", f"first={tmp_path / 'a'}",
          f"missing={tmp_path / 'nope'}", f"second={tmp_path / 'b'}", "--output", out, "--repeats", "2"],
-        capture_output=True, text=True, env=project_env(),
+        capture_output=True, text=True, env=offline_env(),
     )
     assert r.returncode == 0, r.stderr
     assert "missing: no" in r.stdout and "speed ratio first : second" in r.stdout
@@ -401,7 +401,7 @@ def test_speed_side_by_side(tmp_path):
         shutil.copytree(tmp_path / source, tmp_path / "training" / name / "seed0" / "model-best")
     r = subprocess.run(
         [sys.executable, PROJECT / "scripts" / "speed.py", tmp_path / "dev.spacy", "--trained", tmp_path / "training",
-         "--output", out], capture_output=True, text=True, env=project_env(),
+         "--output", out], capture_output=True, text=True, env=offline_env(),
     )
     assert r.returncode == 0, r.stderr
     res = json.loads(out.read_text())
@@ -458,7 +458,7 @@ def test_wnut_project_end_to_end(tmp_path):
                    check=True, capture_output=True)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = project_env({"PYTHONPATH": str(site)})
+    env = offline_env({"PYTHONPATH": str(site)})
     shutil.rmtree(project / "backbones")  # the package must not need the backbone folders
     r = subprocess.run([sys.executable, str(project / "scripts" / "check_package.py"), "en_entangle_wnut",
                         "--output", str(tmp_path / "installed.json")],

@@ -29,7 +29,7 @@ import spacy
 import srsly
 from spacy.tokens import DocBin
 
-from _weasel import project_env, weasel
+from _weasel import offline_env, weasel
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = ROOT / "project"
@@ -70,7 +70,7 @@ def _config(project: Path, overrides=None):
 
 def _script(name, *args, cwd=None):
     return subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)],
-                          capture_output=True, text=True, env=project_env(), cwd=cwd)
+                          capture_output=True, text=True, env=offline_env(), cwd=cwd)
 
 
 # ---------------------------------------------------------------------------- fast
@@ -372,7 +372,7 @@ def _run_script(project: Path, command: str, v) -> str:
     for line in next(c for c in cfg["commands"] if c["name"] == command)["script"]:
         args = split_command(line)
         args[0] = sys.executable if args[0] == "python" else args[0]
-        r = subprocess.run(args, capture_output=True, text=True, env=project_env(TINY_ENV), cwd=project)
+        r = subprocess.run(args, capture_output=True, text=True, env=offline_env(TINY_ENV), cwd=project)
         assert r.returncode == 0, f"{line} failed:\n{r.stdout[-3000:]}{r.stderr[-3000:]}"
         out += r.stdout
     return out

@@ -2,7 +2,6 @@
 on real lines from ../shared/data: ner (WNUT-17), tagger (Tweebank), textcat
 (TweetEval emotion). Then `spacy evaluate` and `spacy package` on the result."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +9,8 @@ from pathlib import Path
 import pytest
 import spacy
 from spacy.tokens import Doc, DocBin
+
+from _weasel import offline_env
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = [
@@ -22,11 +23,6 @@ TINY = [
     "--nlp.batch_size", "16",
 ]
 
-
-def _env():
-    env = dict(os.environ)
-    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
-    return env
 
 
 def _wnut(path: Path, n: int):
@@ -73,7 +69,7 @@ def corpora(tmp_path_factory, shared_data):
     (out / "tb.conllu").write_text("\n\n".join(conllu[:24]) + "\n\n", encoding="utf8")
     subprocess.run(
         [sys.executable, "-m", "spacy", "convert", str(out / "tb.conllu"), str(out), "-n", "1", "-c", "conllu"],
-        check=True, capture_output=True, env=_env(),
+        check=True, capture_output=True, env=offline_env(),
     )
     tb = list(DocBin().from_disk(out / "tb.spacy").get_docs(spacy.blank("en").vocab))
     for doc in tb:  # Tweebank's XPOS column is empty: tag with UPOS
@@ -97,7 +93,7 @@ def test_spacy_train_cpu_config(task, score, corpora, canine_dir, bert_dir, tmp_
         "--paths.subword_backbone", str(bert_dir),
         *TINY,
     ]
-    run = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=tmp_path)
+    run = subprocess.run(cmd, capture_output=True, text=True, env=offline_env(), cwd=tmp_path)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     meta = json.loads((out / "model-last" / "meta.json").read_text())
     assert score in meta["performance"]
@@ -110,7 +106,7 @@ def test_spacy_train_cpu_config(task, score, corpora, canine_dir, bert_dir, tmp_
     ev = subprocess.run(
         [sys.executable, "-m", "spacy", "evaluate", str(out / "model-last"), str(corpora / f"{task}_dev.spacy"),
          "--output", str(tmp_path / "metrics.json")],
-        capture_output=True, text=True, env=_env(),
+        capture_output=True, text=True, env=offline_env(),
     )
     assert ev.returncode == 0, ev.stderr[-2000:]
     assert score in json.loads((tmp_path / "metrics.json").read_text())

@@ -20,7 +20,8 @@ from typing import Iterator, List, Optional
 
 import typer
 
-from ..modeling.backbones import CANINE_HASH_FUNCTIONS, canine_config, check_positive
+from .. import canine
+from ..modeling.backbones import canine_config, check_positive
 from ..modeling.model_card import write_model_card
 from ._app import app, cli_errors
 
@@ -128,9 +129,9 @@ def make_random_canine(
     width: int = 256,
     heads: int = 4,
     ffn_width: Optional[int] = None,
-    max_chars: int = 2048,
-    local_stride: int = 128,
-    hash_buckets: int = 16384,
+    max_chars: int = canine.MAX_CHARS,
+    local_stride: int = canine.BLOCK,
+    hash_buckets: int = canine.HASH_BUCKETS,
     seed: int = 0,
 ) -> Path:
     """A random-initialised CanineModel saved as a Hugging Face directory: the offline
@@ -157,7 +158,7 @@ def make_random_canine(
         + _settings_md(
             layers=layers, width=width, heads=heads, ffn_width=ffn, max_chars=max_chars,
             local_stride=local_stride, hash_buckets=hash_buckets,
-            hash_functions=CANINE_HASH_FUNCTIONS, seed=seed,
+            hash_functions=canine.HASH_FUNCTIONS, seed=seed,
         )
         + "\n\nMade by `python -m spacy_entangle init-backbone canine`.",
         tags=["canine", "character-level", "random-init"],
@@ -291,10 +292,10 @@ def init_backbone_cli(
     width: int = typer.Option(256, help="Hidden width (random kinds; CANINE: a multiple of 8)"),
     heads: int = typer.Option(4, help="Attention heads (must divide width)"),
     ffn_width: Optional[int] = typer.Option(None, help="Feed-forward width (default 4 x width)"),
-    local_stride: int = typer.Option(128, help="CANINE: local attention block (chars)"),
+    local_stride: int = typer.Option(canine.BLOCK, help="CANINE: local attention block (chars)"),
     max_length: int = typer.Option(512, help="bert/roberta: max subword pieces"),
-    max_chars: int = typer.Option(2048, help="CANINE: max characters (<= hash buckets)"),
-    hash_buckets: int = typer.Option(16384, help="CANINE: hash buckets per hash function"),
+    max_chars: int = typer.Option(canine.MAX_CHARS, help="CANINE: max characters (<= hash buckets)"),
+    hash_buckets: int = typer.Option(canine.HASH_BUCKETS, help="CANINE: hash buckets per hash function"),
     tokenizer_from: Optional[Path] = typer.Option(None, help="bert: copy this directory's tokenizer"),
     seed: int = typer.Option(0, help="Random seed (same seed, byte-identical weights)"),
     force: bool = typer.Option(False, "--force", help="Write into OUT even if it is not empty"),

@@ -5,7 +5,7 @@ from typing import List, Optional
 
 import typer
 
-from ..noise import ATTACKS
+from ..noise.attacks import ATTACKS
 from ..pretraining import PRESETS, PretrainSettings, pretrain_chars
 from ..pretraining.distill import parse_layers
 from ._app import app, cli_errors

@@ -7,8 +7,8 @@ from typing import Any, Dict, Optional
 
 from transformers import AutoConfig, AutoModel, AutoTokenizer, CanineConfig
 
-CANINE_HASH_FUNCTIONS = 8  # CanineConfig.num_hash_functions: width is split into 8 shards
-CANINE_DOWNSAMPLING = 4  # CanineConfig.downsampling_rate
+from .. import canine
+
 
 
 class BackboneError(ValueError):
@@ -85,9 +85,9 @@ def canine_config(
     width: int = 256,
     heads: int = 4,
     ffn_width: Optional[int] = None,
-    max_chars: int = 2048,
-    local_stride: int = 128,
-    hash_buckets: int = 16384,
+    max_chars: int = canine.MAX_CHARS,
+    local_stride: int = canine.BLOCK,
+    hash_buckets: int = canine.HASH_BUCKETS,
 ) -> Any:
     """A CanineConfig of the given shape, checked here rather than deep inside transformers:
 
@@ -103,15 +103,15 @@ def canine_config(
         layers=layers, width=width, heads=heads, ffn_width=ffn_width,
         max_chars=max_chars, local_stride=local_stride, hash_buckets=hash_buckets,
     )
-    if width % CANINE_HASH_FUNCTIONS or width % heads:
+    if width % canine.HASH_FUNCTIONS or width % heads:
         raise ValueError(
-            f"CANINE width {width} must be divisible by {CANINE_HASH_FUNCTIONS} (hash functions) "
+            f"CANINE width {width} must be divisible by {canine.HASH_FUNCTIONS} (hash functions) "
             f"and by heads={heads}"
         )
-    if max_chars % CANINE_DOWNSAMPLING or local_stride % CANINE_DOWNSAMPLING:
+    if max_chars % canine.DOWNSAMPLING or local_stride % canine.DOWNSAMPLING:
         raise ValueError(
             f"max_chars ({max_chars}) and local_stride ({local_stride}) must be multiples of "
-            f"CANINE's downsampling rate ({CANINE_DOWNSAMPLING})"
+            f"CANINE's downsampling rate ({canine.DOWNSAMPLING})"
         )
     if max_chars > hash_buckets:
         raise ValueError(
@@ -126,6 +126,6 @@ def canine_config(
         max_position_embeddings=max_chars,
         local_transformer_stride=local_stride,
         num_hash_buckets=hash_buckets,
-        num_hash_functions=CANINE_HASH_FUNCTIONS,
-        downsampling_rate=CANINE_DOWNSAMPLING,
+        num_hash_functions=canine.HASH_FUNCTIONS,
+        downsampling_rate=canine.DOWNSAMPLING,
     )

@@ -23,8 +23,8 @@ from typing import Dict, Iterable, Iterator, List, Sequence, Tuple
 
 import numpy
 
-from ..noise import ATTACKS, MIN_LENGTH, perturb_word
-from ..tokenization.chars import CANINE_CLS, CANINE_SEP
+from ..noise.attacks import ATTACKS, MIN_LENGTH, perturb_word
+from .. import canine
 
 CANINE_MASK = 0xE003  # CANINE's [MASK] codepoint (private use area, like CLS/SEP)
 PAD_ID = 0
@@ -240,7 +240,7 @@ def make_batch(
             word_ids[i, 1 + start : 1 + end] = n_words
             n_words += 1
         n = len(inputs)
-        input_ids[i, 0], input_ids[i, n + 1] = CANINE_CLS, CANINE_SEP
+        input_ids[i, 0], input_ids[i, n + 1] = canine.CLS, canine.SEP
         input_ids[i, 1 : n + 1] = inputs
         attention[i, : n + 2] = 1
         mlm[i, 1 : n + 1] = mlm_t

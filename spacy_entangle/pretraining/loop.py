@@ -20,9 +20,10 @@ import numpy
 import torch
 from tqdm import tqdm
 
+from .. import canine
 from ..modeling.backbones import canine_config
 from ..modeling.model_card import write_model_card
-from ..noise import ATTACKS, check_attacks
+from ..noise.attacks import ATTACKS, check_attacks
 from .data import Batch, CharVocab, PretrainDataError, epoch_batches, make_batch, read_texts, split_dev
 from .distill import Teacher
 from .model import CharPretrainer
@@ -34,8 +35,8 @@ CHECKPOINT = "checkpoint"
 # --config presets: (layers, width, heads, hash_buckets); canine-s is google/canine-s's shape
 PRESETS: Dict[str, Dict[str, int]] = {
     "canine-tiny": dict(layers=1, width=64, heads=2, hash_buckets=2048),
-    "canine-small": dict(layers=2, width=256, heads=4, hash_buckets=16384),
-    "canine-s": dict(layers=12, width=768, heads=12, hash_buckets=16384),
+    "canine-small": dict(layers=2, width=256, heads=4, hash_buckets=canine.HASH_BUCKETS),
+    "canine-s": dict(layers=12, width=768, heads=12, hash_buckets=canine.HASH_BUCKETS),
 }
 
 

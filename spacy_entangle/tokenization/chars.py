@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy
 
-CANINE_CLS = 0xE000
-CANINE_SEP = 0xE001
+from .. import canine
+
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class CharSpec:
     block: int = 1
 
     @classmethod
-    def from_config(cls, config: Any, max_length: int = 2048) -> "CharSpec":
+    def from_config(cls, config: Any, max_length: int = canine.MAX_CHARS) -> "CharSpec":
         model_type = getattr(config, "model_type", None)
         if model_type != "canine":
             raise ValueError(
@@ -50,15 +50,15 @@ class CharSpec:
         limit = int(getattr(config, "max_position_embeddings", max_length))
         # transformers' CANINE sizes its character position table by num_hash_buckets
         limit = min(limit, int(getattr(config, "num_hash_buckets", limit)))
-        rate = int(getattr(config, "downsampling_rate", 4))
+        rate = int(getattr(config, "downsampling_rate", canine.DOWNSAMPLING))
         spec = cls(
-            cls_id=CANINE_CLS,
-            sep_id=CANINE_SEP,
+            cls_id=canine.CLS,
+            sep_id=canine.SEP,
             pad_id=int(getattr(config, "pad_token_id", 0) or 0),
             max_length=min(max_length, limit),
             pad_multiple=rate,
             min_tail=2 * rate,
-            block=int(getattr(config, "local_transformer_stride", 128)),
+            block=int(getattr(config, "local_transformer_stride", canine.BLOCK)),
         )
         # the longest window whose padded length still fits the position table
         longest = spec.max_length

@@ -1,4 +1,5 @@
-"""Character noise for spaCy corpora: CharBERT's four attacks (Ma et al. 2020).
+"""Character noise for spaCy corpora: CharBERT's four attacks (Ma et al. 2020, the pure
+string functions in ``noise.attacks``) on the words of Docs, and the training augmenter.
 
 Why: a character side is meant to make models robust to typos and creative spelling, so the
 project measures F1 on perturbed copies of the dev set, and the same attacks are a training
@@ -14,7 +15,6 @@ one token out, trailing whitespace kept), so every annotation stays on its token
 not spaces, punctuation, URLs or numbers.
 """
 import random
-import string
 from collections import Counter
 from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -24,64 +24,15 @@ from spacy.tokens import Doc, Span, Token
 from spacy.training import Example
 from spacy.util import registry
 
-ATTACKS: Tuple[str, ...] = ("drop", "add", "swap", "keyboard")
-MIN_LENGTH = 4
+from .attacks import ATTACKS, KEYBOARD, MIN_LENGTH, check_attacks, perturb_word
 
-_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
-# neighbours on a QWERTY keyboard: left/right in the row, and the keys above/below
-KEYBOARD = {
-    key: "".join(
-        _ROWS[r][j] for r in (i - 1, i, i + 1) if 0 <= r < len(_ROWS) for j in range(c - 1, c + 2)
-        if 0 <= j < len(_ROWS[r]) and (r, j) != (i, c)
-    )
-    for i, row in enumerate(_ROWS)
-    for c, key in enumerate(row)
-}
-
-
-def check_attacks(rate: float, attacks: Sequence[str]) -> Tuple[str, ...]:
-    """Validate settings early, with a message that names the bad value."""
-    if not 0.0 <= float(rate) <= 1.0:
-        raise ValueError(f"noise rate must be between 0 and 1, got {rate}")
-    attacks = tuple(attacks)
-    unknown = [a for a in attacks if a not in ATTACKS]
-    if unknown or not attacks:
-        raise ValueError(f"attacks must be a non-empty subset of {', '.join(ATTACKS)}; got {list(attacks)}")
-    return attacks
-
+__all__ = ["ATTACKS", "KEYBOARD", "MIN_LENGTH", "check_attacks", "perturb_word", "is_word", "perturb_doc",
+           "perturb_docs", "create_char_noise_augmenter"]
 
 def is_word(token: Token) -> bool:
     return len(token.text) >= MIN_LENGTH and not (
         token.is_space or token.is_punct or token.like_url or token.is_digit
     )
-
-
-def perturb_word(text: str, attack: str, rng: random.Random) -> str:
-    """One attack on one word; returns the word unchanged when the attack has no target
-    (swap: all internal neighbours equal; keyboard: no internal letter)."""
-    n = len(text)
-    if n < MIN_LENGTH:
-        return text
-    if attack == "drop":
-        i = rng.randrange(1, n - 1)
-        return text[:i] + text[i + 1 :]
-    if attack == "add":
-        i = rng.randrange(1, n)
-        return text[:i] + rng.choice(string.ascii_lowercase) + text[i:]
-    if attack == "swap":
-        pairs = [i for i in range(1, n - 2) if text[i] != text[i + 1]]
-        if not pairs:
-            return text
-        i = rng.choice(pairs)
-        return text[:i] + text[i + 1] + text[i] + text[i + 2 :]
-    if attack == "keyboard":
-        spots = [i for i in range(1, n - 1) if text[i].lower() in KEYBOARD]
-        if not spots:
-            return text
-        i = rng.choice(spots)
-        new = rng.choice(KEYBOARD[text[i].lower()])
-        return text[:i] + (new.upper() if text[i].isupper() else new) + text[i + 1 :]
-    raise ValueError(f"unknown attack {attack!r} (choose from {', '.join(ATTACKS)})")
 
 
 def _annotation_attrs(doc: Doc) -> List[int]:

@@ -1,0 +1,10 @@
+"""CANINE's facts that spacy-entangle relies on, in one place (google/canine-s's values;
+the offline CANINE-style encoders keep them): special codepoints, hashing, downsampling,
+the local-attention block and the position table."""
+CLS = 0xE000  # the [CLS] codepoint (57344)
+SEP = 0xE001  # the [SEP] codepoint (57345)
+HASH_FUNCTIONS = 8  # CanineConfig.num_hash_functions: the width is split into 8 shards
+HASH_BUCKETS = 16384  # CanineConfig.num_hash_buckets of canine-s
+DOWNSAMPLING = 4  # CanineConfig.downsampling_rate
+BLOCK = 128  # CanineConfig.local_transformer_stride: local attention in blocks of 128
+MAX_CHARS = 2048  # CanineConfig.max_position_embeddings: characters per window
