@@ -223,7 +223,7 @@ def test_baseline_runs_the_char_encoder_only(canine_dir, bert_dir, posts):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config_name", ["char_tagger_cpu.cfg", "char_tagger_baseline_cpu.cfg"])
+@pytest.mark.parametrize("config_name", ["char_tagger_cpu.cfg", "char_tagger_charonly_cpu.cfg"])
 def test_spacy_train_and_evaluate(config_name, canine_dir, bert_dir, shared_data, tmp_path):
     """`spacy train` with the CPU preset (plus a word-level tagger beside the
     char_tagger) and with the char-only baseline, a few steps on converted corpora, the

@@ -445,6 +445,13 @@ def test_wnut_project_end_to_end(tmp_path):
     assert any(r.startswith("spacy-entangle>=") for r in meta["requirements"])
     assert meta["performance"]["ents_f"] == metrics["ents_f"]
     assert meta["sources"][0]["license"] == "CC BY 4.0"
+    # the model card: spaCy's README under the Hugging Face metadata header
+    card = (project / "packages" / "en_entangle_wnut-0.0.1" / "README.md").read_text(encoding="utf8")
+    header = srsly.yaml_loads(card.split("---\n")[1])
+    assert header["library_name"] == "spacy" and header["language"] == ["en"] and header["license"] == "cc-by-4.0"
+    assert header["model-index"][0]["results"][0]["metrics"][2] == {
+        "name": "NER F1", "type": "f1", "value": round(metrics["ents_f"], 4)}
+    assert "# Details: en_entangle_wnut" in card or "en_entangle_wnut" in card.split("---\n", 2)[2]
     # unchanged inputs: nothing re-runs
     for command in ["corpus", "train", "package"]:
         _, out = weasel(project, command, v, env=TINY_ENV)

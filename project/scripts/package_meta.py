@@ -51,6 +51,9 @@ def main(argv=None):
     p.add_argument("output", type=Path)
     p.add_argument("--metrics", type=Path, default=None)
     p.add_argument("--char-encoder", type=Path, default=None, help="the char_backbone directory the model trained with")
+    p.add_argument("--readme", type=Path, default=None, help="also write the package's README.md (model card) here")
+    p.add_argument("--model", type=Path, default=None, help="with --readme: the pipeline folder being packaged")
+    p.add_argument("--version", default=None, help="with --readme: the package version")
     args = p.parse_args(argv)
     meta = json.loads(args.base.read_text(encoding="utf-8"))
     reqs = [r for r in meta.get("requirements", []) if not r.startswith("spacy-entangle")]
@@ -73,7 +76,46 @@ def main(argv=None):
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     print(f"✔ {args.output}: requirements {meta['requirements']}")
+    if args.readme is not None:
+        if args.model is None or args.version is None:
+            print("✘ --readme needs --model (the pipeline folder) and --version", file=sys.stderr)
+            return 1
+        from spacy.cli.package import get_meta
+
+        full = get_meta(args.model, {**meta, "version": args.version})  # as `spacy package` builds it
+        args.readme.parent.mkdir(parents=True, exist_ok=True)
+        args.readme.write_text(model_card(full), encoding="utf-8")
+        print(f"✔ {args.readme}: model card with the Hugging Face metadata header")
     return 0
+
+
+def model_card(meta: dict) -> str:
+    """spaCy's README of the package (generate_readme) under the metadata header the Hugging
+    Face hub reads (what spacy-huggingface-hub writes): `spacy package` uses a README.md that
+    is already in its output folder."""
+    import srsly
+    from spacy.cli.package import generate_readme
+
+    perf = meta.get("performance") or {}
+    header = {
+        "tags": ["spacy", "token-classification", "spacy-entangle"],
+        "language": [meta["lang"]],
+        "license": str(meta.get("license", "")).lower().replace(" ", "-") or None,
+        "library_name": "spacy",
+        "datasets": ["wnut_17"],
+        "model-index": [{
+            "name": f"{meta['lang']}_{meta['name']}",
+            "results": [{
+                "task": {"name": "NER", "type": "token-classification"},
+                "dataset": {"name": "WNUT-17 (dev)", "type": "wnut_17", "split": "validation"},
+                "metrics": [{"name": f"NER {name.title()}", "type": name, "value": round(float(perf[f"ents_{key}"]), 4)}
+                            for name, key in (("precision", "p"), ("recall", "r"), ("f1", "f"))
+                            if perf.get(f"ents_{key}") is not None],
+            }],
+        }] if perf else [],
+    }
+    header = {k: v for k, v in header.items() if v}
+    return f"---\n{srsly.yaml_dumps(header).strip()}\n---\n\n{generate_readme(meta)}"
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ Each row NAME=PREFIX reads, from the metrics folder:
   PREFIX_dev.json         scripts/evaluate_chars.py on dev                  - required
   PREFIX_test.json        the same on test (`evaluate-test`)                 - optional: adds test columns
   train_time_PREFIX.json  scripts/timed.py around `spacy train`             - optional
-Default rows: entangle=entangle, char-only=baseline.
+Default rows: entangle=entangle, char-only=charonly.
 """
 import argparse
 import json
@@ -28,7 +28,7 @@ def main(argv):
     p.add_argument("--row", action="append", default=None, help="NAME=PREFIX (repeatable)")
     p.add_argument("--output", type=Path, default=None)
     args = p.parse_args(argv)
-    rows = [r.split("=", 1) for r in (args.row or ["entangle=entangle", "char-only=baseline"])]
+    rows = [r.split("=", 1) for r in (args.row or ["entangle=entangle", "char-only=charonly"])]
     found, notes = [], []
     for name, prefix in rows:
         dev = read(args.metrics_dir / f"{prefix}_dev.json")
