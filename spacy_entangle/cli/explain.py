@@ -91,7 +91,8 @@ def write_html(maps: List[Dict[str, Any]], out: Path, title: str) -> None:
     for w, window in enumerate(maps):
         chars = [c if c.strip() else "␣" for c in window["chars"]]
         for m, (s2c, c2s) in enumerate(zip(window["sub2char"], window["char2sub"])):
-            where = f"window {w + 1}, " if len(maps) > 1 else ""
+            start = int(window.get("start", 0))
+            where = f"window {w + 1} (characters {start}–{start + len(chars) - 2}), " if len(maps) > 1 else ""
             parts.append(f"<h2>{where}module {m + 1}: subword → characters (rows sum to 1)</h2>")
             parts.append(table(s2c, window["pieces"], chars))
             parts.append(f"<h2>{where}module {m + 1}: character → subwords (rows sum to 1)</h2>")

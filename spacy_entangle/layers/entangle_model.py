@@ -8,6 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 import torch
+from spacy.attrs import IDX, LENGTH
 from spacy.tokens import Doc
 from thinc.api import ArgsKwargs, Model, get_torch_default_device, torch2xp, xp2torch
 
@@ -124,7 +125,8 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Entangl
             trained.append((chunk, S, C))
         if keep_maps:
             for j, i in enumerate(chunk):
-                win_maps[i] = attention_maps(shim, windows[i], shim.last_attention, j)
+                win_maps[i] = attention_maps(shim, windows[i], shim.last_attention, j, docs[windows[i].doc_index])
+            shim.last_attention = None  # the padded chunk's weights: only the cut-off copies stay
 
     # windows are in doc order: gather each doc's rows (a copy: a doc must not keep
     # the whole padded chunk alive through a view)
@@ -181,15 +183,56 @@ def _gather(ops, parts: List[Any], width: int):
     return ops.xp.concatenate(parts, axis=0)
 
 
-def attention_maps(shim: EntangleShim, window: WindowInput, maps: List[Any], row: int) -> Dict[str, Any]:
-    """One window's co-attention maps, padding cut off, labelled: its pieces (the
-    tokenizer's strings) and characters (CANINE's [CLS]/[SEP] named), and per module the
-    head-averaged weights subword -> char (n_pieces, n_chars) and char -> subword."""
+def attention_maps(
+    shim: EntangleShim, window: WindowInput, maps: List[Any], row: int, doc: Optional[Doc] = None
+) -> Dict[str, Any]:
+    """One window's co-attention maps, padding cut off, labelled and placed in the doc.
+
+    - ``pieces``: the tokenizer's strings of the window's pieces, specials included;
+      ``chars``: its characters, CANINE's specials named ``[CLS]`` / ``[SEP]``;
+    - ``start``: the doc character offset of the window: ``chars[1:-1]`` are
+      ``doc.text[start : start + len(chars) - 2]``;
+    - ``piece_offsets`` (n_pieces, 2) and ``char_offsets`` (n_chars,): doc character
+      offsets (-1 for the specials); ``piece_tokens`` / ``char_tokens``: the index of the
+      doc token each piece starts in / each character lies in (-1: a special, whitespace
+      between tokens, a zero-width piece);
+    - per module m, head-averaged: ``sub2char[m]`` (n_pieces, n_chars), which characters
+      each piece reads, and ``char2sub[m]`` (n_chars, n_pieces), the reverse; float32,
+      each row sums to 1 over the other side's real positions.
+    """
     n_sub, n_char = len(window.sub_ids), len(window.char_ids)
     specials = {shim.chars.cls_id: "[CLS]", shim.chars.sep_id: "[SEP]"}
-    return {
+    start = int(window.char_start)
+    char_offsets = numpy.full(n_char, -1, dtype="int64")
+    char_offsets[1:-1] = numpy.arange(start, start + n_char - 2)
+    piece_offsets = numpy.full((n_sub, 2), -1, dtype="int64")
+    if window.piece_offsets is not None and len(window.piece_offsets):
+        prefix = shim.subwords.prefix
+        piece_offsets[prefix : prefix + len(window.piece_offsets)] = window.piece_offsets
+    zero_width = piece_offsets[:, 1] <= piece_offsets[:, 0]
+    out: Dict[str, Any] = {
         "pieces": shim.subwords.tokenizer.convert_ids_to_tokens([int(i) for i in window.sub_ids]),
         "chars": [specials.get(int(c), chr(int(c))) for c in window.char_ids],
+        "start": start,
+        "piece_offsets": piece_offsets,
+        "char_offsets": char_offsets,
+        "piece_tokens": _token_at(doc, numpy.where(zero_width, -1, piece_offsets[:, 0])),
+        "char_tokens": _token_at(doc, char_offsets),
         "sub2char": [s2c[row, :n_sub, :n_char].cpu().numpy().astype("float32") for s2c, _ in maps],
         "char2sub": [c2s[row, :n_char, :n_sub].cpu().numpy().astype("float32") for _, c2s in maps],
     }
+    return out
+
+
+def _token_at(doc: Optional[Doc], offsets: numpy.ndarray) -> numpy.ndarray:
+    """The index of the doc token holding each character offset (-1: none, or < 0)."""
+    found = numpy.full(len(offsets), -1, dtype="int64")
+    if doc is None or len(doc) == 0:
+        return found
+    arr = doc.to_array([IDX, LENGTH]).astype("int64")
+    starts, ends = arr[:, 0], arr[:, 0] + arr[:, 1]
+    tok = numpy.searchsorted(starts, offsets, side="right") - 1
+    ok = (offsets >= 0) & (tok >= 0)
+    ok[ok] &= offsets[ok] < ends[tok[ok]]
+    found[ok] = tok[ok]
+    return found

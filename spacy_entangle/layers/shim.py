@@ -109,7 +109,7 @@ class EntangleShim(PyTorchShim):
         with torch.inference_mode(), inference_autocast(self.inference, device_type):
             with torch.autocast(device_type="cuda", enabled=self._autocast):
                 output = model(*inputs.args, **inputs.kwargs)
-        self.last_attention = model.attention_maps() if self.store_attention else None
+        self.last_attention = model.attention_maps(clear=True) if self.store_attention else None
         return output
 
     # -- training ---------------------------------------------------------------

@@ -69,11 +69,16 @@ class EntangleEncoder(nn.Module):
         for layer in (*self.sub_layers, *self.char_layers):
             layer.cross.keep_weights = keep
 
-    def attention_maps(self) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+    def attention_maps(self, clear: bool = False) -> List[Tuple[torch.Tensor, torch.Tensor]]:
         """Per module, the last forward's head-averaged cross-attention weights:
         (subword -> char: (B, Ls, Lc), char -> subword: (B, Lc, Ls)); rows sum to 1 over
-        the real positions of the other side (padding gets 0)."""
-        return [(s.cross.last_weights, c.cross.last_weights) for s, c in zip(self.sub_layers, self.char_layers)]
+        the real positions of the other side (padding gets 0). clear: the modules forget
+        them (the caller holds the only reference: memory is freed once it is done)."""
+        maps = [(s.cross.last_weights, c.cross.last_weights) for s, c in zip(self.sub_layers, self.char_layers)]
+        if clear:
+            for layer in (*self.sub_layers, *self.char_layers):
+                layer.cross.last_weights = None
+        return maps
 
     def forward(
         self,

@@ -157,8 +157,9 @@ class Entangle(TrainablePipe):
     @property
     def store_attention(self) -> bool:
         """Keep the co-attention maps of each prediction in ``doc._.entangle_attention``
-        (per window: pieces, characters, and per module the head-averaged weights
-        subword -> char and char -> subword). A run-time setting: costs memory
+        (per window: pieces, characters, their doc offsets and tokens, and per module the
+        head-averaged weights subword -> char and char -> subword; see
+        ``layers.entangle_model.attention_maps``). A run-time setting: costs memory
         (n_pieces x n_chars floats per module and direction) and the fused attention."""
         return bool(self.model.shims and self.model.shims[0].store_attention)
 

@@ -15,7 +15,7 @@ Rows index the doc's concatenated window outputs: window after window, specials
 included, padding excluded.
 """
 from dataclasses import dataclass, field
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.attrs import IDX, LENGTH
@@ -33,6 +33,11 @@ class WindowInput:
     doc_index: int
     sub_ids: numpy.ndarray
     char_ids: numpy.ndarray
+    # where it sits in the doc (labels of the co-attention maps, ``store_attention``):
+    # char_ids[1:-1] are doc.text[char_start : char_start + len(char_ids) - 2]; piece_offsets
+    # (n_pieces, 2) are the doc character offsets of the pieces between the specials
+    char_start: int = 0
+    piece_offsets: Optional[numpy.ndarray] = None
 
 
 @dataclass
@@ -146,7 +151,9 @@ def _prepare_doc(
     for w in range(n_w):
         sub_ids = subwords.with_specials(ids[p0[w] : p1[w]])
         char_ids = chars.encode(text[cs[w] : ce[w]])
-        window_inputs.append(WindowInput(doc_index, sub_ids, char_ids))
+        window_inputs.append(
+            WindowInput(doc_index, sub_ids, char_ids, int(cs[w]), offsets[p0[w] : p1[w]])
+        )
         sub_off[w], char_off[w] = s_total, c_total
         s_total += len(sub_ids)
         c_total += len(char_ids)
