@@ -240,7 +240,7 @@ def test_spacy_train_and_evaluate(config_name, canine_dir, bert_dir, shared_data
     from spacy.util import load_config
 
     config = load_config(ROOT / "configs" / config_name)
-    baseline = "baseline" in config_name
+    baseline = "charonly" in config_name  # the char-only baseline config
     assert config["components"]["entangle"]["model"]["n_coattention"] == (0 if baseline else 1)
     if not baseline:  # the preset + a tagger listening to the subword side
         config["nlp"]["pipeline"] = ["entangle", "tagger", "char_tagger"]
