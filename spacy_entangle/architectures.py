@@ -6,7 +6,7 @@ from spacy.util import registry
 from thinc.api import Dropout, Linear, Logistic, Model, Ragged, Softmax, chain, reduce_first, with_array
 from thinc.types import Floats2d
 
-from .data import EntangleData, side_names
+from .data import SIDES, EntangleData, side_names
 from .layers import EntangleListener, EntangleModel, entangle_first_state, entangle_pool
 from .layers.char_states import entangle_char_states
 from .layers.settings import EntangleSettings
@@ -97,7 +97,7 @@ def TextCatCls_v1(
     convention applies: a component's update sets every layer's rate to the
     training dropout (``[training] dropout``, ``nlp.update(drop=...)``), so that
     is the rate used in training; prediction never drops anything."""
-    if side not in ("subword", "char"):
+    if side not in SIDES:  # one side: "both" is not a first state
         raise ValueError(f"TextCatCls side must be 'subword' or 'char', got {side!r}")
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"TextCatCls dropout must be in [0, 1), got {dropout!r}")

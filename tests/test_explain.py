@@ -4,6 +4,7 @@ import numpy
 import pytest
 from typer.testing import CliRunner
 
+from spacy_entangle.canine import CLS, SEP
 from spacy_entangle.cli import app
 
 from _pipelines import build, train
@@ -157,8 +158,8 @@ def test_padding_columns_get_no_weight(nlp):
     sub_ids = torch.tensor([[101, 2000, 2001, 102, 0, 0], [101, 2000, 2001, 2002, 2003, 102]])
     sub_mask = (torch.arange(6) < torch.tensor([[4], [6]])).long()
     char_ids = torch.zeros((2, 32), dtype=torch.long)
-    char_ids[:, 0], char_ids[0, 1:9], char_ids[0, 9] = 0xE000, 97, 0xE001
-    char_ids[1, 1:20], char_ids[1, 20] = 98, 0xE001
+    char_ids[:, 0], char_ids[0, 1:9], char_ids[0, 9] = CLS, 97, SEP
+    char_ids[1, 1:20], char_ids[1, 20] = 98, SEP
     char_mask = (torch.arange(32) < torch.tensor([[10], [21]])).long()
     encoder.eval()
     encoder.keep_attention(True)

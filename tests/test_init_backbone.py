@@ -9,6 +9,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer
 from typer.testing import CliRunner
 
 from _weasel import offline_env
+from spacy_entangle.canine import CLS, SEP
 from spacy_entangle.cli import app
 from spacy_entangle.cli.init_backbone import (
     RANDOM_NOTE,
@@ -76,7 +77,7 @@ def test_roberta_tokenizer_is_roberta_like(roberta_dir):
 
 def test_random_models_run_forward(canine_dir, bert_dir, roberta_dir):
     canine = AutoModel.from_pretrained(canine_dir).eval()
-    ids = torch.tensor([[0xE000] + [ord(c) for c in "x" * 600] + [0xE001]])  # > 512 chars
+    ids = torch.tensor([[CLS] + [ord(c) for c in "x" * 600] + [SEP]])  # > 512 chars
     with torch.no_grad():
         assert canine(input_ids=ids).last_hidden_state.shape == (1, ids.shape[1], 32)
     for path, width in ((bert_dir, 32), (roberta_dir, 48)):

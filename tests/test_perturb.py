@@ -10,7 +10,8 @@ import spacy
 from spacy.tokens import Doc, DocBin, Span
 from spacy.training import Corpus
 
-from spacy_entangle.noise import ATTACKS, is_word, perturb_doc, perturb_docs, perturb_word
+from spacy_entangle.noise import is_word, perturb_doc, perturb_docs
+from spacy_entangle.noise.attacks import ATTACKS, perturb_word
 
 WORDS = "@paulwalk says the Empire State Building looks amazing tonight http://t.co/xyz 2026 !!!".split()
 
@@ -145,3 +146,23 @@ def test_augmenter_in_a_corpus(nlp, tmp_path):
     assert counts == {len(WORDS): 30}
     with pytest.raises(ValueError, match="level"):
         make(level=2.0)
+
+
+def test_perturb_corpus_and_pure_attacks(nlp, tmp_path):
+    """The library call behind `perturb` (noise.perturb_corpus) writes what the command
+    writes; the string attacks (noise.attacks, used by pretraining) import no spaCy."""
+    import ast
+    import spacy_entangle.noise.attacks as attacks_module
+    from spacy_entangle.noise import perturb_corpus
+
+    src = tmp_path / "in.spacy"
+    DocBin(docs=[annotated(nlp) for _ in range(5)]).to_disk(src)
+    stats = perturb_corpus(src, tmp_path / "lib.spacy", 0.5, seed=3, attacks=["drop", "swap"])
+    assert stats.docs == 5 and stats.words > 0 and set(stats.counts) <= {"drop", "swap"}
+    assert stats.summary().startswith("5 docs, ") and "keyboard" not in stats.summary()
+    assert _run(src, tmp_path / "cli.spacy", "--rate", "0.5", "--seed", "3", "--attacks", "drop,swap").returncode == 0
+    assert (tmp_path / "lib.spacy").read_bytes() == (tmp_path / "cli.spacy").read_bytes()
+    tree = ast.parse(open(attacks_module.__file__, encoding="utf8").read())
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert imported <= {"random", "string", "typing"}, imported

@@ -44,20 +44,18 @@ def pretrain_chars_cli(
     """Masked character-span prediction (+ optional noisy-word reconstruction, + optional
     distillation of a subword teacher's word states) over the encoder's per-character
     outputs. Writes a Hugging Face directory for char_backbone."""
-    if len(paths) < 2:
-        typer.echo("✘ pretrain-chars: give at least one TEXT file and the OUT directory", err=True)
-        raise typer.Exit(code=1)
-    *texts, out = paths
-    device = "cpu"
-    if gpu_id >= 0:
-        import torch
+    with cli_errors("pretrain-chars", "TEXT... OUT"):
+        if len(paths) < 2:
+            raise ValueError("give at least one TEXT file and the OUT directory")
+        device = "cpu"
+        if gpu_id >= 0:
+            import torch
 
-        if not torch.cuda.is_available():
-            typer.echo(f"✘ pretrain-chars: --gpu-id {gpu_id} but CUDA is not available", err=True)
-            raise typer.Exit(code=1)
-        device = f"cuda:{gpu_id}"
-    with cli_errors("pretrain-chars", "--teacher-layers"):
+            if not torch.cuda.is_available():
+                raise ValueError(f"--gpu-id {gpu_id} but CUDA is not available")
+            device = f"cuda:{gpu_id}"
         distilled_layers = parse_layers(teacher_layers)
+    *texts, out = paths
     settings = PretrainSettings(
         max_steps=max_steps, max_minutes=max_minutes, decay_steps=decay_steps, seed=seed, batch_size=batch_size, lr=lr,
         warmup_steps=warmup_steps, mask_rate=mask_rate, noise_rate=noise_rate,

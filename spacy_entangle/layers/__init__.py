@@ -1,5 +1,6 @@
-"""thinc glue: the EntangleModel wrapper (with its serialisation shim), the
-listener, token pooling, the [CLS] classification head and per-character states."""
+"""thinc glue: the EntangleModel wrapper (entangle_model.py, with its serialisation shim),
+the listener (listener.py), token pooling (pooling.py), the nlp.replace_listeners glue
+(replace.py), the [CLS] classification head and per-character states."""
 from .shim import EntangleShim
 from .entangle_model import EntangleModel
 from .listener import EntangleListener

@@ -1,6 +1,29 @@
 """Which row of the `entangle` output each character of ``doc.text`` reads: the
-character-level alignment rule of ``char_tagger`` (the rules are written out in
-``spacy_entangle.layers.char_states``' docstring)."""
+character-level alignment rule (``char_tagger`` reads one row per character through it).
+
+Characters are Unicode codepoints, indexed like Python strings and ``token.idx``
+(an emoji outside the BMP is one character; a ZWJ sequence is several). Since
+``doc.text`` is the concatenation of ``token.text_with_ws``, every character is
+either inside a token or the single trailing space of one. Which row a character
+reads (``text_rows``):
+
+char side
+  1. a character of token t reads its own row in t's home window (the rows of
+     ``align.char_rows``: the window's codepoints, in order, so character i of the
+     token is row ``first + i``);
+  2. the space after token t reads the next row of the same window when that
+     window contains it (the window's text is contiguous: row r + 1 is the
+     character after row r, up to the window's [SEP]);
+  3. anything else (the tail of a token clipped by a window that is too short,
+     a trailing space past its window's end) reads the row of the nearest
+     preceding character that has one; a character with none before it reads its
+     token's first row.
+  Rule 1 and 2 are exact: the row holds the state of that very codepoint.
+subword side
+  every character reads its token's first piece (the space after a token: that
+  token's). This is token-level: it cannot tell the pieces of a word apart, and is
+  there for ablations and for side = "both" (char row ‖ subword row).
+"""
 import numpy
 from spacy.attrs import IDX, LENGTH, SPACY
 from spacy.tokens import Doc
