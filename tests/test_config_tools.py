@@ -49,7 +49,8 @@ def _overrides(cfg_path: Path, corpus: Path, canine_dir: Path, bert_dir: Path) -
         "paths.train": str(corpus / "train.spacy"),
         "paths.dev": str(corpus / "dev.spacy"),
         "paths.subword_backbone": str(bert_dir),
-        "training.max_steps": 4,
+        # the CPU presets' max_steps refers to it: one number for the budget and the schedule
+        "training.optimizer.learn_rate.total_steps": 4,
     }
     text = cfg_path.read_text(encoding="utf8")
     if "char_backbone" in text:
@@ -61,6 +62,30 @@ def _overrides(cfg_path: Path, corpus: Path, canine_dir: Path, bert_dir: Path) -
             "components.entangle.model.ffn_width": 64,
         })
     return overrides
+
+
+def _variables(block) -> list:
+    if isinstance(block, dict):
+        return [v for value in block.values() for v in _variables(value)]
+    return [block] if isinstance(block, str) and "${" in block else []
+
+
+@pytest.mark.parametrize("cfg_path", CONFIGS, ids=[c.name for c in CONFIGS])
+def test_the_optimizer_block_has_no_variables_and_the_budget_follows_the_schedule(cfg_path):
+    """spaCy's Language.create_optimizer() (`debug data`, a bare nlp.initialize()) resolves
+    [training.optimizer] alone and uninterpolated: a `${training.max_steps}` there fails with
+    "total_steps '${training.max_steps}' is not int". So the reference runs the other way: the
+    CPU presets' max_steps IS the schedule's total_steps, one override moves both."""
+    from spacy.util import load_config
+
+    raw = load_config(cfg_path, interpolate=False)
+    assert _variables(raw["training"]["optimizer"]) == []
+    if cfg_path.name.endswith("_cpu.cfg"):
+        assert raw["training"]["max_steps"] == "${training.optimizer.learn_rate.total_steps}"
+        cfg = load_config(cfg_path, overrides={"training.optimizer.learn_rate.total_steps": 321}, interpolate=True)
+        assert cfg["training"]["max_steps"] == cfg["training"]["optimizer"]["learn_rate"]["total_steps"] == 321
+    else:  # the paper presets run by epochs (max_steps 0) over a fixed schedule
+        assert raw["training"]["max_steps"] == 0 and raw["training"]["max_epochs"] > 0
 
 
 @pytest.mark.parametrize("cfg_path", CONFIGS, ids=[c.name for c in CONFIGS])
@@ -93,6 +118,8 @@ def test_init_config_writes_a_complete_config_spacy_accepts(tmp_path, corpus, ca
     weights = cfg["training"]["score_weights"]
     assert weights["ents_f"] == weights["tag_acc"] == weights["cats_score"] == pytest.approx(0.33)
     assert cfg["training"]["optimizer"]["learn_rate"]["initial_rate"] == 0.0003  # the preset's, not Adam's 1e-3
+    assert cfg["training"]["max_steps"] == "${training.optimizer.learn_rate.total_steps}"
+    assert _variables(cfg["training"]["optimizer"]) == []
     overrides = {k: v for k, v in _overrides(out, corpus, canine_dir, bert_dir).items() if "backbone" not in k}
     debug_config(out, overrides=overrides)
     debug_data(out, config_overrides=overrides, silent=False)
@@ -103,3 +130,67 @@ def test_init_config_writes_a_complete_config_spacy_accepts(tmp_path, corpus, ca
                          ([], "exists; pass --force")]:
         result = CliRunner().invoke(app, ["init-config", str(out), *bad])
         assert result.exit_code == 1 and message in result.output, result.output
+
+
+MINIMAL = """
+[nlp]
+lang = "de"
+pipeline = ["entangle","ner"]
+
+[components]
+
+[components.entangle]
+factory = "entangle"
+
+[components.entangle.model]
+@architectures = "spacy-entangle.EntangleModel.v1"
+char_backbone = "{char}"
+subword_backbone = "{subword}"
+
+[components.ner]
+factory = "ner"
+
+[components.ner.model]
+@architectures = "spacy.TransitionBasedParser.v2"
+state_type = "ner"
+hidden_width = 48
+maxout_pieces = 2
+use_upper = false
+
+[components.ner.model.tok2vec]
+@architectures = "spacy-entangle.EntangleListener.v1"
+"""
+
+
+def test_a_minimal_config_is_filled_from_the_preset_not_from_spacys_defaults(tmp_path, canine_dir, bert_dir):
+    """`spacy init fill-config` fills a minimal entangle config with spaCy's defaults (Adam at
+    1e-3, no warm-up); `init-config --base` fills it from the preset, the base's values winning."""
+    from spacy.cli.init_config import fill_config
+    from spacy.util import load_config
+    from typer.testing import CliRunner
+
+    from spacy_entangle.cli import app
+
+    minimal = tmp_path / "minimal.cfg"
+    minimal.write_text(MINIMAL.format(char=canine_dir, subword=bert_dir), encoding="utf8")
+    fill_config(tmp_path / "spacy_filled.cfg", minimal, silent=True)
+    spacy_filled = load_config(tmp_path / "spacy_filled.cfg", interpolate=False)
+    assert spacy_filled["training"]["optimizer"]["learn_rate"] == 0.001  # why the README points at --base
+
+    out = tmp_path / "filled.cfg"
+    result = CliRunner().invoke(app, ["init-config", str(out), "--base", str(minimal)])
+    assert result.exit_code == 0, result.output
+    cfg = load_config(out, interpolate=False)
+    assert cfg["nlp"]["lang"] == "de" and cfg["nlp"]["pipeline"] == ["entangle", "ner"]
+    assert list(cfg["components"]) == ["entangle", "ner"]
+    assert cfg["components"]["ner"]["model"]["hidden_width"] == 48  # the base's
+    assert cfg["components"]["entangle"]["model"]["char_backbone"] == str(canine_dir)
+    schedule = cfg["training"]["optimizer"]["learn_rate"]
+    assert schedule["@schedules"] == "warmup_linear.v1" and schedule["initial_rate"] == 0.0003  # the preset's
+    assert cfg["training"]["max_steps"] == "${training.optimizer.learn_rate.total_steps}"
+    assert cfg["training"]["score_weights"]["ents_f"] == 1.0
+    # a base whose pipeline names a component it gives no block for: one clear line
+    bad = tmp_path / "bad.cfg"
+    bad.write_text(MINIMAL.format(char=canine_dir, subword=bert_dir).replace('"ner"]', '"ner","mine"]'), encoding="utf8")
+    result = CliRunner().invoke(app, ["init-config", str(tmp_path / "bad_out.cfg"), "--base", str(bad)])
+    assert result.exit_code == 1 and "without a [components.NAME] block: mine" in result.output, result.output

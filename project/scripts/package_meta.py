@@ -103,6 +103,7 @@ def model_card(meta: dict) -> str:
         "license": str(meta.get("license", "")).lower().replace(" ", "-") or None,
         "library_name": "spacy",
         "datasets": ["wnut_17"],
+        "metrics": ["precision", "recall", "f1"],
         "model-index": [{
             "name": f"{meta['lang']}_{meta['name']}",
             "results": [{

@@ -4,6 +4,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from spacy.util import load_config
 
 from ..configs import build_config
 from ._app import app, cli_errors
@@ -17,7 +18,8 @@ def init_config_cli(
     preset: str = typer.Option("cpu", "--preset", help="cpu (MiniLM-L6 + a small CANINE, made by the project) or paper (roberta-base + google/canine-s, GPU)"),
     char_backbone: Optional[str] = typer.Option(None, "--char-backbone", help="paths.char_backbone (a Hugging Face name or folder)"),
     subword_backbone: Optional[str] = typer.Option(None, "--subword-backbone", help="paths.subword_backbone (a Hugging Face name or folder)"),
-    lang: str = typer.Option("en", "--lang", help="nlp.lang"),
+    lang: Optional[str] = typer.Option(None, "--lang", help="nlp.lang (default: the --base config's, else en)"),
+    base: Optional[Path] = typer.Option(None, "--base", help="A partial config (e.g. only the nlp and components blocks) merged over the preset, its values winning: `spacy init fill-config` with the preset's optimizer, schedule and batches instead of spaCy's defaults", exists=True, dir_okay=False),
     force: bool = typer.Option(False, "--force", help="Overwrite OUT.cfg"),
     # fmt: on
 ) -> None:
@@ -25,9 +27,11 @@ def init_config_cli(
     with cli_errors("init-config", str(output)):
         if str(output) != "-" and output.exists() and not force:
             raise ValueError(f"{output} exists; pass --force to overwrite it")
+        partial = load_config(base, interpolate=False) if base is not None else None
         config = build_config(pipeline.split(","), preset, char_backbone=char_backbone,
-                              subword_backbone=subword_backbone, lang=lang)
-        header = (f"# spacy-entangle init-config --pipeline {pipeline} --preset {preset}\n"
+                              subword_backbone=subword_backbone, lang=lang, base=partial)
+        header = (f"# spacy-entangle init-config --pipeline {pipeline} --preset {preset}"
+                  + (f" --base {base}" if base is not None else "") + "\n"
                   "# train: python -m spacy train THIS.cfg --paths.train TRAIN.spacy --paths.dev DEV.spacy\n")
         text = header + config.to_str()
         if str(output) == "-":

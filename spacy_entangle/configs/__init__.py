@@ -31,13 +31,18 @@ def build_config(
     *,
     char_backbone: Optional[str] = None,
     subword_backbone: Optional[str] = None,
-    lang: str = "en",
+    lang: Optional[str] = None,
+    base: Optional[Config] = None,
 ) -> Config:
     """One complete training config for an `entangle` component feeding the given task
     components (listeners), from the shipped single-task configs of the preset: the first
     task's config is the base (entangle settings, batcher, optimizer, budget), each further
-    task adds its component block, and spaCy combines the score weights. Validated by
-    building the pipeline (the backbones are not loaded)."""
+    task adds its component block, and spaCy combines the score weights. `base`, a partial
+    config (e.g. only [nlp] and [components]), is merged over the preset, its values winning:
+    `spacy init fill-config` for entangle pipelines, with the preset's optimizer, schedule and
+    batches where spaCy would fill in its own defaults (Adam at 1e-3, no warm-up). `lang` is
+    nlp.lang (None: the base's, else the preset's, "en"). Validated by building the pipeline
+    (the backbones are not loaded)."""
     from spacy.util import load_config, load_model_from_config
 
     tasks = list(dict.fromkeys(t.strip() for t in pipeline if t.strip()))
@@ -53,7 +58,16 @@ def build_config(
         config["nlp"]["pipeline"] = [*config["nlp"]["pipeline"], task]
     # spaCy fills the weights from each component's defaults, normalised over the tasks
     config["training"]["score_weights"] = {}
-    config["nlp"]["lang"] = lang
+    if base is not None:
+        config = config.merge(Config(base, is_interpolated=False))
+        tasks_in = [name for name in config["nlp"]["pipeline"] if name in config["components"]]
+        missing = [name for name in config["nlp"]["pipeline"] if name not in config["components"]]
+        if missing:
+            raise ValueError(f"[nlp] pipeline names components without a [components.NAME] block: {', '.join(missing)}")
+        # blocks of the preset's tasks that the base's pipeline leaves out
+        config["components"] = {name: config["components"][name] for name in tasks_in}
+    if lang:
+        config["nlp"]["lang"] = lang
     if char_backbone:
         config["paths"]["char_backbone"] = str(char_backbone)
     if subword_backbone:
