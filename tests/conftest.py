@@ -11,7 +11,7 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from spacy_entangle.cli.init_backbone import (  # noqa: E402
+from spacy_entangle.modeling.offline import (  # noqa: E402
     export_minilm,
     make_random_canine,
     make_random_subword,

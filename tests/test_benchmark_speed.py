@@ -1,10 +1,13 @@
 """benchmarks/speed.py end to end on the tiny random backbones (issue 12): every part
-runs and prints its rows, and --output holds the figures."""
-import importlib.util
+runs and prints its rows, and --output holds the figures; --pipelines / --trained time
+trained pipelines side by side (the project's `compare`)."""
 import json
+import shutil
 from pathlib import Path
 
 import pytest
+import spacy
+import speed as speed_module  # benchmarks/speed.py (setup.cfg: pytest pythonpath)
 import torch
 from spacy.tokens import Doc, DocBin
 
@@ -21,10 +24,7 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def speed():
-    spec = importlib.util.spec_from_file_location("benchmark_speed", REPO / "benchmarks" / "speed.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return speed_module
 
 
 @pytest.fixture
@@ -118,3 +118,54 @@ def test_bad_arguments_name_the_option(speed, conll, argv, message, capsys):
 def test_model_without_entangle_is_refused(speed, tmp_path):
     with pytest.raises(ValueError, match="not a spaCy pipeline directory"):
         speed.entangle_name(tmp_path)
+
+
+def test_pipelines_side_by_side(speed, tmp_path, capsys):
+    nlp = spacy.blank("en")
+    docs = [nlp.make_doc(f"tweet number {i} from @someone about New York") for i in range(30)]
+    DocBin(docs=docs).to_disk(tmp_path / "dev.spacy")
+    for name, pipes in [("a", ["sentencizer"]), ("b", ["sentencizer", "entity_ruler"])]:
+        pipeline = spacy.blank("en")
+        for pipe in pipes:
+            pipeline.add_pipe(pipe)
+        pipeline.to_disk(tmp_path / name)
+    out = tmp_path / "speed.json"
+    results = speed.main(["--data", str(tmp_path / "dev.spacy"), "--limit", "0", "--repeats", "2", "--output", str(out),
+                          "--pipelines", f"first={tmp_path / 'a'}", f"missing={tmp_path / 'nope'}", f"second={tmp_path / 'b'}"])
+    printed = capsys.readouterr().out
+    assert "missing: no" in printed and "speed ratio first : second" in printed
+    part = json.loads(out.read_text())["pipelines"]
+    assert part == results["pipelines"] and "speed" not in results  # only this part ran
+    assert part["reference"] == "first" and list(part["models"]) == ["first", "second"]
+    assert part["words"] == sum(len(d) for d in docs) and part["docs"] == 30
+    assert part["models"]["first"]["relative_to_reference"] == 1.0
+    assert all(m["words_per_second"] > 0 for m in part["models"].values())
+    # --trained: every variant of the variants file trained there (seed 0), in the file's order
+    variants = tmp_path / "variants.yml"
+    variants.write_text("variants:\n  entangle: {config: ner_cpu.cfg}\n  entangle-char: {config: ner_cpu.cfg}\n"
+                        "  baseline: {config: baseline_ner_cpu.cfg}\n", encoding="utf8")
+    for name, source in [("baseline", "b"), ("entangle", "a")]:
+        shutil.copytree(tmp_path / source, tmp_path / "training" / name / "seed0" / "model-best")
+    results = speed.main(["--data", str(tmp_path / "dev.spacy"), "--repeats", "1", "--trained", str(tmp_path / "training"),
+                          "--variants", str(variants)])
+    assert list(results["pipelines"]["models"]) == ["entangle", "baseline"]
+    assert "entangle-char: no" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--pipelines", "nameless"], "expected NAME=DIR"),
+    (["--trained", "."], "--trained and --variants go together"),
+])
+def test_bad_pipeline_arguments(speed, conll, argv, message, capsys):
+    with pytest.raises(SystemExit):
+        speed.parse_args(["--data", str(conll), *argv])
+    assert message in capsys.readouterr().err
+
+
+def test_spacy_corpus_gives_words_and_bio_tags(speed, tmp_path):
+    nlp = spacy.blank("en")
+    doc = nlp.make_doc("Anna flew to New York")
+    doc.ents = [doc.char_span(0, 4, "person"), doc.char_span(13, 21, "location")]
+    DocBin(docs=[doc, nlp.make_doc("")]).to_disk(tmp_path / "dev.spacy")
+    assert speed.read_sentences(tmp_path / "dev.spacy") == [
+        (["Anna", "flew", "to", "New", "York"], ["B-person", "O", "O", "B-location", "I-location"])]

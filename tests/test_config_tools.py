@@ -1,6 +1,8 @@
-"""spaCy's own config tools accept every shipped config: `spacy debug config` and `spacy debug
-data` (which builds the pipeline, initializes it and reads the corpora), run in-process on the
-tiny offline backbones and a small corpus with every annotation the configs train on."""
+"""Every check of the shipped configs lives here. spaCy's own config tools accept each one:
+`spacy debug config` and `spacy debug data` (which builds the pipeline, initializes it and
+reads the corpora), run in-process on the tiny offline backbones and a small corpus with every
+annotation the configs train on; the optimizer block has no variables; init-config (and
+--base) writes configs spaCy accepts; the paper baselines build."""
 import random
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from spacy.tokens import Doc, DocBin, Span
 from spacy.vocab import Vocab
 
 import spacy_entangle  # noqa: F401  (registers the factories and the char_tags extension)
+from spacy_entangle.configs import config_path
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.cfg"))
 WORDS = ["Apple", "is", "buying", "a", "startup", "in", "London", "#lol", "😀", "tmrw"]
@@ -194,3 +197,17 @@ def test_a_minimal_config_is_filled_from_the_preset_not_from_spacys_defaults(tmp
     bad.write_text(MINIMAL.format(char=canine_dir, subword=bert_dir).replace('"ner"]', '"ner","mine"]'), encoding="utf8")
     result = CliRunner().invoke(app, ["init-config", str(tmp_path / "bad_out.cfg"), "--base", str(bad)])
     assert result.exit_code == 1 and "without a [components.NAME] block: mine" in result.output, result.output
+
+
+def test_paper_baseline_configs_build(bert_dir):
+    """The paper baselines fill and build (on a local backbone: their hub names are not
+    reachable here, and they train on a GPU)."""
+    from spacy.util import load_config, load_model_from_config
+
+    for name, pipe in (("baseline_tagger_paper.cfg", "tagger"), ("baseline_textcat_paper.cfg", "textcat")):
+        config = load_config(config_path(name), overrides={"paths.subword_backbone": str(bert_dir)},
+                             interpolate=False)
+        nlp = load_model_from_config(config, auto_fill=True, validate=True)
+        assert nlp.pipe_names == ["transformer", pipe], name
+        assert config["components"]["transformer"]["model"]["mixed_precision"] is True
+        assert config["training"]["max_epochs"] == 50

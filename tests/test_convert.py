@@ -1,10 +1,8 @@
 """`python -m spacy_entangle convert`: CoNLL-style BIO files -> .spacy (one Doc per sentence).
 
 Real lines from ../shared/data (WNUT-17 TOKEN<TAB>TAG, MasakhaNER TOKEN TAG), malformed input
-(file + 1-based line, exit code 1, no output left behind), and the baseline configs through
-`spacy debug config`."""
-import subprocess
-import sys
+(file + 1-based line, exit code 1, no output left behind). The shipped configs are checked in
+test_config_tools.py."""
 from collections import Counter
 from pathlib import Path
 
@@ -12,10 +10,9 @@ import pytest
 import spacy
 from spacy.tokens import DocBin
 
-from _weasel import offline_env
+from _cli import cli
 from spacy_entangle.converters.conll_ner import ConllFormatError, conll_to_docs, convert
 
-ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 WNUT = SHARED / "wnut17"
 SWA = SHARED / "masakhaner" / "swa" / "dev.txt"
@@ -24,30 +21,9 @@ needs_wnut = pytest.mark.skipif(not (WNUT / "train.conll").exists(), reason="no 
 needs_swa = pytest.mark.skipif(not SWA.exists(), reason="no ../shared/data/masakhaner/swa")
 
 
-
-def _run_module(*args):
-    """The real entry point, `python -m spacy_entangle convert ...`, in a subprocess."""
-    return subprocess.run(
-        [sys.executable, "-m", "spacy_entangle", "convert", *map(str, args)],
-        capture_output=True, text=True, env=offline_env(),
-    )
-
-
-class _Result:
-    def __init__(self, returncode, stdout, stderr):
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
 def _cli(*args):
-    """The same typer command in-process (a subprocess costs seconds of imports)."""
-    from typer.testing import CliRunner
-
-    from spacy_entangle.cli import app
-
-    r = CliRunner().invoke(app, ["convert", *map(str, args)])
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception
-    return _Result(r.exit_code, r.stdout, r.stderr)
+    """`python -m spacy_entangle convert ARGS`, in-process."""
+    return cli("convert", *args)
 
 
 def _first_sentences(path: Path, n: int, sep="\t"):
@@ -106,7 +82,7 @@ def test_wnut_first_sentences_verbatim(tmp_path):
 @pytest.mark.parametrize("split,n_sents,n_tokens,n_ents", [("train", 3394, 62730, 1975), ("dev", 1009, 15733, 836)])
 def test_wnut_whole_files_cli(tmp_path, split, n_sents, n_tokens, n_ents):
     out = tmp_path / "corpus" / f"{split}.spacy"  # the folder is created
-    r = _run_module(WNUT / f"{split}.conll", out, "--lang", "en")
+    r = _cli(WNUT / f"{split}.conll", out, "--lang", "en")
     assert r.returncode == 0, r.stderr
     summary = r.stdout.strip().splitlines()
     assert len(summary) == 1
@@ -140,7 +116,7 @@ def test_masakhaner_space_separated(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "300 docs, 7263 tokens, 674 entities" in r.stdout
     # a tab-only reading of a space-separated file fails on line 1
-    r = _run_module(SWA, tmp_path / "bad.spacy", "--sep", "tab")
+    r = _cli(SWA, tmp_path / "bad.spacy", "--sep", "tab")
     assert r.returncode == 1
     assert f"{SWA}:1:" in r.stderr and "no tag column" in r.stderr
     assert not (tmp_path / "bad.spacy").exists()
@@ -255,16 +231,3 @@ def test_output_is_deterministic(tmp_path):
     assert (tmp_path / "1.spacy").read_bytes() == (tmp_path / "2.spacy").read_bytes()
 
 
-@pytest.mark.parametrize("name", ["baseline_ner_cpu.cfg", "baseline_ner_paper.cfg"])
-def test_baseline_configs_are_valid(tmp_path, name):
-    (tmp_path / "x.spacy").write_bytes(DocBin().to_bytes())
-    sub = tmp_path / "backbone"
-    sub.mkdir()  # debug config resolves the config without loading the backbone
-    r = subprocess.run(
-        [sys.executable, "-m", "spacy", "debug", "config", str(ROOT / "configs" / name),
-         "--paths.train", str(tmp_path / "x.spacy"), "--paths.dev", str(tmp_path / "x.spacy"),
-         "--paths.subword_backbone", str(sub)],
-        capture_output=True, text=True, env=offline_env(),
-    )
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "Config is valid" in r.stdout

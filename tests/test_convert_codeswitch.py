@@ -1,8 +1,6 @@
 """`convert-codeswitch`: the Spanish-Wixarika intraword code-switching annotation
 (../shared/data/codeswitch_es_wix) -> .spacy corpora with one label per character."""
 import json
-import subprocess
-import sys
 
 import pytest
 import spacy
@@ -15,6 +13,8 @@ from spacy_entangle.converters.codeswitch import (
     post_to_doc,
     read_codeswitch,
 )
+
+from _cli import cli
 
 
 @pytest.fixture(scope="module")
@@ -167,27 +167,16 @@ def test_malformed_input_names_file_and_line(tmp_path, text, line, message):
 
 def test_cli(source, tmp_path):
     out = tmp_path / "corpus"
-    run = subprocess.run(
-        [sys.executable, "-m", "spacy_entangle", "convert-codeswitch", str(source), str(out),
-         "--dev-frac", "0.1", "--test-frac", "0"],
-        capture_output=True, text=True,
-    )
+    run = cli("convert-codeswitch", source, out, "--dev-frac", "0.1", "--test-frac", "0")
     assert run.returncode == 0, run.stderr
     assert "505 posts" in run.stdout and "no piece lines" in run.stderr
     assert (out / "train.spacy").exists() and (out / "dev.spacy").exists()
     assert not (out / "test.spacy").exists()  # test_frac 0: no test split
     bad = tmp_path / "bad.txt"
     bad.write_text("1\tabc\tES\n- x ES\n", encoding="utf8")
-    run = subprocess.run(
-        [sys.executable, "-m", "spacy_entangle", "convert-codeswitch", str(bad), str(tmp_path / "o2"), "--strict"],
-        capture_output=True, text=True,
-    )
+    run = cli("convert-codeswitch", bad, tmp_path / "o2", "--strict")
     assert run.returncode == 1
     assert "bad.txt:2:" in run.stderr
-    run = subprocess.run(
-        [sys.executable, "-m", "spacy_entangle", "convert-codeswitch", str(source), str(tmp_path / "o3"),
-         "--dev-frac", "0.6", "--test-frac", "0.5"],
-        capture_output=True, text=True,
-    )
+    run = cli("convert-codeswitch", source, tmp_path / "o3", "--dev-frac", "0.6", "--test-frac", "0.5")
     assert run.returncode == 1 and "dev_frac + test_frac < 1" in run.stderr
     assert not (tmp_path / "o3" / "train.spacy").exists()

@@ -23,24 +23,9 @@ from spacy_entangle.converters.conll_ner import ConllFormatError, conll_to_docs
 from spacy_entangle.converters.textcat import TextcatFormatError, read_mapping, textcat_to_docs
 from spacy_entangle.converters.conllu import ConlluFormatError, conllu_to_docs, convert_conllu
 
+from _cli import cli
+
 LANGUAGES = ["amh", "hau", "ibo", "kin", "lug", "luo", "pcm", "swa", "wol", "yor"]
-
-
-class _Result:
-    def __init__(self, returncode, stdout, stderr):
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-def _cli(*args) -> _Result:
-    """`python -m spacy_entangle ARGS`, in-process."""
-    from typer.testing import CliRunner
-
-    from spacy_entangle.cli import app
-
-    r = CliRunner().invoke(app, [str(a) for a in args])
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception
-    return _Result(r.exit_code, r.stdout, r.stderr)
 
 
 def _write(folder: Path, name: str, text: str) -> Path:
@@ -111,7 +96,7 @@ def test_tweebank_whole_files_and_docbin_round_trip(tweebank, tmp_path):
         texts = re.findall(r"^# text = (.*)$", raw, flags=re.M)
         upos = Counter(line.split("\t")[3] for line in raw.splitlines() if re.match(r"^\d+\t", line))
         out = tmp_path / "corpus" / f"{split}.spacy"  # the folder is created
-        r = _cli("convert-conllu", tweebank / f"{split}.conllu", out, "--tag", "upos")
+        r = cli("convert-conllu", tweebank / f"{split}.conllu", out, "--tag", "upos")
         assert r.returncode == 0, r.stderr
         assert f"{len(texts)} docs, {sum(upos.values())} words, {len(upos)} UPOS labels" in r.stdout
         docs = list(DocBin().from_disk(out).get_docs(spacy.blank("en").vocab))
@@ -194,7 +179,7 @@ def test_conllu_malformed_names_file_and_line(tmp_path, text, line, fragment):
     assert isinstance(err.value, FormatError) and err.value.line == line
     assert str(err.value).startswith(f"{src}:{line}: ") and fragment in str(err.value)
     out = tmp_path / "out.spacy"
-    r = _cli("convert-conllu", src, out)
+    r = cli("convert-conllu", src, out)
     assert r.returncode == 1
     assert r.stderr.startswith("✘ convert-conllu failed") and f"{src}:{line}:" in r.stderr
     assert not out.exists()
@@ -207,7 +192,7 @@ def test_conllu_empty_file_and_bad_bytes(tmp_path):
     bad.write_bytes(b"# text = a\n1\t\xff\t_\tX\t_\t_\t0\troot\t_\t_\n")
     with pytest.raises(ConlluFormatError, match=r":2: not valid UTF-8"):
         conllu_to_docs(bad)
-    r = _cli("convert-conllu", tmp_path / "missing.conllu", tmp_path / "o.spacy")
+    r = cli("convert-conllu", tmp_path / "missing.conllu", tmp_path / "o.spacy")
     assert r.returncode != 0
 
 
@@ -250,7 +235,7 @@ def test_textcat_whole_split_cli(emotion, tmp_path):
     texts = (emotion / "val_text.txt").read_text(encoding="utf8").split("\n")
     texts = texts[:-1] if texts[-1] == "" else texts
     out = tmp_path / "corpus" / "dev.spacy"
-    r = _cli("convert-textcat", emotion / "val_text.txt", emotion / "val_labels.txt", emotion / "mapping.txt", out)
+    r = cli("convert-textcat", emotion / "val_text.txt", emotion / "val_labels.txt", emotion / "mapping.txt", out)
     assert r.returncode == 0, r.stderr
     counts = Counter(names[label] for label in labels)
     assert f"{len(texts)} docs" in r.stdout
@@ -286,7 +271,7 @@ def test_textcat_bad_input(tmp_path, texts, labels, mapping, where, fragment):
     assert err.value.path == str(files[name]) and err.value.line == line
     assert fragment in str(err.value)
     out = tmp_path / "out.spacy"
-    r = _cli("convert-textcat", files["texts"], files["labels"], files["mapping"], out)
+    r = cli("convert-textcat", files["texts"], files["labels"], files["mapping"], out)
     assert r.returncode == 1 and r.stderr.startswith("✘ convert-textcat failed") and fragment in r.stderr
     assert not out.exists()
 
@@ -354,7 +339,7 @@ def test_masakhaner_orphan_i_tags_need_repair(shared_data, tmp_path):
             conll_to_docs(path, "xx", sep="space")
         assert err.value.line == orphans[0]
         out = tmp_path / f"{lang}.spacy"
-        r = _cli("convert", path, out, "--lang", "xx", "--sep", "space", "--repair-iob")
+        r = cli("convert", path, out, "--lang", "xx", "--sep", "space", "--repair-iob")
         assert r.returncode == 0, r.stderr
         n_tokens = sum(len(s) for s in sents)
         assert f"{len(sents)} docs, {n_tokens} tokens" in r.stdout

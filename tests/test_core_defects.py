@@ -14,7 +14,7 @@ from tokenizers.processors import RobertaProcessing
 from transformers import AutoConfig, AutoTokenizer, CanineModel
 
 from _pipelines import TEXTS, build, entangle_cfg, examples, train
-from spacy_entangle.cli.init_backbone import make_random_canine
+from spacy_entangle.modeling.offline import make_random_canine
 from spacy_entangle.tokenization import CharSpec, SubwordSpec, configure_windows, prepare_docs
 
 PROSE = (

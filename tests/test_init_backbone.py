@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from _weasel import offline_env
 from spacy_entangle.canine import CLS, SEP
 from spacy_entangle.cli import app
-from spacy_entangle.cli.init_backbone import (
+from spacy_entangle.modeling.offline import (
     RANDOM_NOTE,
-    _sample_lines,
+    sample_lines,
     make_random_canine,
     make_random_subword,
 )
@@ -135,7 +135,7 @@ def test_seed_does_not_disturb_callers_rng(tmp_path):
 
 
 def test_builtin_sample_is_varied():
-    lines = _sample_lines()
+    lines = sample_lines()
     text = "\n".join(lines)
     assert len(lines) >= 200 and len(set(lines)) == len(lines)
     for needle in ("@", "#", "https://", "é", "😂", "\u200d", "🇺🇸"):

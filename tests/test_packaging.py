@@ -89,11 +89,11 @@ def test_the_model_card_carries_the_hugging_face_metadata_header():
 
 def test_a_pretrained_char_encoder_card_carries_the_header(tmp_path):
     """`pretrain-chars` labels its output for the hub: masked-lm (and distillation with a teacher)."""
-    from spacy_entangle.cli.init_backbone import _sample_lines
+    from spacy_entangle.modeling.offline import sample_lines
     from spacy_entangle.pretraining import PretrainSettings, pretrain_chars
 
     text = tmp_path / "t.txt"
-    text.write_text("\n".join(_sample_lines()[:64]) + "\n", encoding="utf8")
+    text.write_text("\n".join(sample_lines()[:64]) + "\n", encoding="utf8")
     settings = PretrainSettings(max_steps=1, batch_size=4, lr=1e-3, warmup_steps=0, log_every=1,
                                 checkpoint_every=100, noise_rate=0.2)
     pretrain_chars([text], tmp_path / "chars", settings, config="canine-tiny", progress=False)

@@ -1,8 +1,6 @@
 """Character noise (spacy_entangle.noise): the attacks, annotation alignment, determinism,
 the `perturb` CLI and the training augmenter, on real spaCy objects."""
 import random
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
@@ -12,6 +10,8 @@ from spacy.training import Corpus
 
 from spacy_entangle.noise import is_word, perturb_doc, perturb_docs
 from spacy_entangle.noise.attacks import ATTACKS, perturb_word
+
+from _cli import cli
 
 WORDS = "@paulwalk says the Empire State Building looks amazing tonight http://t.co/xyz 2026 !!!".split()
 
@@ -105,8 +105,7 @@ def test_bad_settings(nlp):
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, "-m", "spacy_entangle", "perturb", *map(str, args)],
-                          capture_output=True, text=True)
+    return cli("perturb", *args)
 
 
 def test_cli(nlp, tmp_path):

@@ -239,20 +239,6 @@ source = "{tmp_path / 'pipe'}"
     assert doc._.entangle.subword is not None
 
 
-def test_every_shipped_config_passes_debug_config(capsys):
-    import glob
-    from pathlib import Path
-
-    from spacy.cli.debug_config import debug_config
-
-    root = Path(__file__).resolve().parents[1]
-    paths = sorted(glob.glob(str(root / "configs" / "*.cfg")))
-    assert len(paths) >= 6
-    for path in paths:
-        debug_config(Path(path), overrides={"paths.train": "x", "paths.dev": "y"})
-        assert "Config is valid" in capsys.readouterr().out, path
-
-
 def test_doc_to_bytes_keeps_the_output(trained):
     from spacy.tokens import Doc, DocBin
 

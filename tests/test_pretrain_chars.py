@@ -12,7 +12,7 @@ from transformers import AutoModel, CanineModel
 from typer.testing import CliRunner
 
 from spacy_entangle.cli import app
-from spacy_entangle.cli.init_backbone import RANDOM_NOTE, _sample_lines
+from spacy_entangle.modeling.offline import RANDOM_NOTE, sample_lines
 from spacy_entangle.pretraining import PretrainSettings, pretrain_chars
 from spacy_entangle.pretraining.data import (
     CANINE_MASK,
@@ -36,7 +36,7 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def text_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("text") / "sample.txt"
-    path.write_text("\n".join(_sample_lines()) + "\n", encoding="utf8")
+    path.write_text("\n".join(sample_lines()) + "\n", encoding="utf8")
     return path
 
 

@@ -2,7 +2,7 @@
 
 Fast: project.yml validity, asset checksums against the local copy, the offline `data`
 command, the dry run of `all`, variants.yml and scripts/variants.py in-process (commands,
-resume, the table over seeds), and the helper scripts (if_exists, timed, speed).
+resume, the table over seeds), and the helper scripts (if_exists, timed).
 Slow (marked `slow`): test_wnut_project_end_to_end, ONE tiny project run shared by every
 assert that needs one: backbones -> corpus -> train -> package on tiny backbones and a few
 WNUT-17 sentences, the wheel installed into a temporary folder and loaded with spacy.load in a
@@ -144,7 +144,7 @@ def test_project_yml_is_valid():
     train_distilled = {c["name"]: c for c in distilled["commands"]}["train"]
     assert "--char-encoder distilled" in train_distilled["script"][0]
     assert "backbones/canine-distilled/" in train_distilled["deps"]
-    for script in ["variants.py", "tables.py", "speed.py", "timed.py", "if_exists.py", "data.py", "package_meta.py",
+    for script in ["variants.py", "tables.py", "timed.py", "if_exists.py", "data.py", "package_meta.py",
                    "check_package.py", "plot_pretrain.py"]:
         assert (PROJECT / "scripts" / script).exists()
 
@@ -320,8 +320,8 @@ def test_compare_over_seeds(tmp_path):
                 srsly.write_json(m / name / f"seed{seed}_dev_noise0.5.json", _scores(noisy, p, r, {}))
             if name == "entangle":
                 srsly.write_json(m / name / f"seed{seed}_train_time.json", {"seconds": 754.2})
-    srsly.write_json(m / "speed.json", {"words": 15733, "device": "cpu", "batch_size": 64, "models": {
-        "entangle": {"words_per_second": 812.4}, "baseline": {"words_per_second": 1624.8}}})
+    srsly.write_json(m / "speed.json", {"pipelines": {"words": 15733, "device": "cpu", "batch_size": 64, "models": {
+        "entangle": {"words_per_second": 812.4}, "baseline": {"words_per_second": 1624.8}}}})
     assert variants.main(["compare", "--metrics-dir", str(m)]) == 0
     table = (m / "compare.md").read_text()
     lines = [line for line in table.splitlines() if line.startswith("|")]
@@ -370,42 +370,6 @@ def test_variants_resume_and_retrain(tmp_path, monkeypatch):
     assert not Path("metrics/baseline/seed1_dev_noise0.5.json").exists()  # its stale metrics gone
     assert variants.main(args[:-1] + ["6", "--force"]) == 0 and len(calls) == 6
     assert variants.main(["evaluate", "entangle", "--seeds", "0"]) == 0 and len(calls) == 6
-
-
-def test_speed_side_by_side(tmp_path):
-    docs = []
-    nlp = spacy.blank("en")
-    for i in range(30):
-        docs.append(nlp.make_doc(f"tweet number {i} from @someone about New York"))
-    DocBin(docs=docs).to_disk(tmp_path / "dev.spacy")
-    for name, pipes in [("a", ["sentencizer"]), ("b", ["sentencizer", "entity_ruler"])]:
-        p = spacy.blank("en")
-        for pipe in pipes:
-            p.add_pipe(pipe)
-        p.to_disk(tmp_path / name)
-    out = tmp_path / "speed.json"
-    r = subprocess.run(
-        [sys.executable, PROJECT / "scripts" / "speed.py", tmp_path / "dev.spacy", f"first={tmp_path / 'a'}",
-         f"missing={tmp_path / 'nope'}", f"second={tmp_path / 'b'}", "--output", out, "--repeats", "2"],
-        capture_output=True, text=True, env=offline_env(),
-    )
-    assert r.returncode == 0, r.stderr
-    assert "missing: no" in r.stdout and "speed ratio first : second" in r.stdout
-    res = json.loads(out.read_text())
-    assert res["reference"] == "first" and set(res["models"]) == {"first", "second"}
-    assert res["words"] == sum(len(d) for d in docs)
-    assert res["models"]["first"]["relative_to_first"] == 1.0
-    assert all(m["words_per_second"] > 0 for m in res["models"].values())
-    # --trained: every variant trained there (seed 0), in variants.yml's order
-    for name, source in [("baseline", "b"), ("entangle", "a")]:
-        shutil.copytree(tmp_path / source, tmp_path / "training" / name / "seed0" / "model-best")
-    r = subprocess.run(
-        [sys.executable, PROJECT / "scripts" / "speed.py", tmp_path / "dev.spacy", "--trained", tmp_path / "training",
-         "--output", out], capture_output=True, text=True, env=offline_env(),
-    )
-    assert r.returncode == 0, r.stderr
-    res = json.loads(out.read_text())
-    assert res["reference"] == "entangle" and list(res["models"]) == ["entangle", "baseline"]
 
 
 # ---------------------------------------------------------------------------- slow
@@ -495,5 +459,5 @@ def test_wnut_project_end_to_end(tmp_path):
     assert "| entangle | 1 |" in table and "| baseline | 1 |" in table and "entangle-char" not in table
     assert "noisy F1 @0.5" in table and "drop / baseline's" in table
     speed = json.loads((project / "metrics" / "speed.json").read_text())
-    assert set(speed["models"]) == {"entangle", "baseline"}
+    assert set(speed["pipelines"]["models"]) == {"entangle", "baseline"}
     assert (project / "metrics" / "compare.png").exists()

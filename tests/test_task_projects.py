@@ -5,12 +5,12 @@ Fast: each project.yml (workflows, outputs, configs), the asset checksums agains
 copies in ../shared/data and the pinned URLs, the offline `data` command, the dry runs of the
 workflows (CPU and paper presets), foreach.py, compare_task.py, compare_tasks.py; the new CPU
 configs trained for 4 steps in this process on converted real data and scored with
-evaluate_task.py, the paper baselines built.
+evaluate_task.py (the shipped configs themselves: test_config_tools.py).
 Slow (marked `slow`, still part of `make test`): each workflow's own commands through weasel
 on a few real sentences, tiny random backbones and 4 training steps: tweebank corpus -> train
 -> evaluate -> compare; tweeteval corpus -> train-mean -> compare; masakhaner (per language)
 corpus -> train -> evaluate -> compare, then the cross-task table. Every heavy step is a fresh
-process that imports torch (~5 s of CPU), so the tests leave out `backbones` (the tiny
+process that imports torch and spaCy (~3 s of CPU), so the tests leave out `backbones` (the tiny
 backbones come from conftest's fixtures), the baselines and the other variants (their configs
 train in the fast test above or in test_train_cli.py / test_project.py, and the dry runs check
 their command lines). `compare` depends on every model of its workflow, so its script runs
@@ -332,20 +332,6 @@ def test_new_cpu_configs_train(task_corpora, bert_dir, canine_dir, tmp_path, nam
     if corpus == "te":  # exclusive classes: accuracy = micro F (one prediction, one gold label per doc)
         assert scores["cats_accuracy"] == pytest.approx(scores["cats_micro_f"])
         assert set(nlp.get_pipe("textcat").labels) == {"anger", "joy", "optimism", "sadness"}
-
-
-def test_paper_baseline_configs_build(bert_dir):
-    """The paper baselines fill and build (on a local backbone: their hub names are not
-    reachable here, and they train on a GPU)."""
-    from spacy.util import load_config, load_model_from_config
-
-    for name, pipe in (("baseline_tagger_paper.cfg", "tagger"), ("baseline_textcat_paper.cfg", "textcat")):
-        config = load_config(ROOT / "configs" / name, overrides={"paths.subword_backbone": str(bert_dir)},
-                             interpolate=False)
-        nlp = load_model_from_config(config, auto_fill=True, validate=True)
-        assert nlp.pipe_names == ["transformer", pipe], name
-        assert config["components"]["transformer"]["model"]["mixed_precision"] is True
-        assert config["training"]["max_epochs"] == 50
 
 
 # ---------------------------------------------------------------------------- slow

@@ -363,7 +363,8 @@ def compare(args: argparse.Namespace, variants: Dict[str, Variant]) -> int:
     rows = load_rows(args.metrics_dir, args.names or list(variants))
     if not rows:
         raise SystemExit(f"variants.py: no metrics in {args.metrics_dir}/<variant>/ (train a variant first)")
-    speed = read_json(args.speed or args.metrics_dir / "speed.json")
+    # benchmarks/speed.py --pipelines/--trained: the side-by-side part
+    speed = (read_json(args.speed or args.metrics_dir / "speed.json") or {}).get("pipelines")
     write_report(args.output or args.metrics_dir / "compare.md", make_table(rows, speed, args.reference))
     if not args.no_plot:
         plot = args.plot or args.metrics_dir / "compare.png"

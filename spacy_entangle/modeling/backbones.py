@@ -1,14 +1,15 @@
 """Loading the two Hugging Face encoders: by hub name, by local directory, or
 from a stored config (the spacy.load path, which must never touch the network
-and never runs remote code)."""
+and never runs remote code).
+
+transformers is imported inside the functions: importing it costs ~3.5 s (its auto classes
+pull in torch's compiler stack and scikit-learn), and spaCy imports this package to find its
+factories, so `spacy train`, `spacy.load` and every CLI call would pay it before any work."""
 import os
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from transformers import AutoConfig, AutoModel, AutoTokenizer, CanineConfig
-
 from .. import canine
-
 
 
 class BackboneError(ValueError):
@@ -50,6 +51,8 @@ def _env_true(name: str) -> bool:
 
 def load_encoder(name: str, role: str) -> Any:
     """An encoder (AutoModel) from a hub name or a local directory."""
+    from transformers import AutoModel
+
     try:
         return AutoModel.from_pretrained(str(name), trust_remote_code=False)
     except Exception as err:  # noqa: BLE001 - re-raised with the backbone named
@@ -58,6 +61,8 @@ def load_encoder(name: str, role: str) -> Any:
 
 def load_tokenizer(name: str) -> Any:
     """The fast tokenizer stored with the subword backbone."""
+    from transformers import AutoTokenizer
+
     try:
         return AutoTokenizer.from_pretrained(str(name), use_fast=True, trust_remote_code=False)
     except Exception as err:  # noqa: BLE001 - re-raised with the backbone named
@@ -68,6 +73,8 @@ def encoder_from_config(config_dict: Dict[str, Any]) -> Any:
     """An encoder with the given architecture and random weights (weights come next)."""
     config_dict = dict(config_dict)
     model_type = config_dict.pop("model_type")
+    from transformers import AutoConfig, AutoModel
+
     config = AutoConfig.for_model(model_type, **config_dict)
     return AutoModel.from_config(config, trust_remote_code=False)
 
@@ -118,6 +125,8 @@ def canine_config(
             f"max_chars ({max_chars}) must be <= hash_buckets ({hash_buckets}): transformers' CANINE "
             "sizes its character position table by num_hash_buckets, so longer inputs would crash"
         )
+    from transformers import CanineConfig
+
     return CanineConfig(
         hidden_size=width,
         num_hidden_layers=layers,

@@ -306,93 +306,130 @@ def pretrain_chars(
     """Pretrain (or resume) and write the encoder to ``out``; returns the final log entry
     plus ``stopped_by`` ("max_steps" or "max_minutes") and ``planned_steps``."""
     settings.check()
-    out = Path(out)
-    ckpt = out / CHECKPOINT
-    docs, stats = read_texts(texts, settings.max_chars)
-    train_docs, dev_docs = split_dev(docs, settings.dev_fraction, settings.seed)
-    dev = torch.device(device)
-    teacher = Teacher(settings.teacher, settings.teacher_layers, device) if settings.distilling else None
-    encoder, vocab, state, saved = _start(out, resume, settings, config, shape, train_docs, _fingerprint(docs))
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(settings.seed)
-        model = CharPretrainer(encoder, len(vocab), (teacher.width, len(teacher.layers)) if teacher else None)
-    model.to(dev).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
-    scheduler = _schedule(optimizer, settings)
-    np_rng = numpy.random.default_rng()
-    np_rng.bit_generator.state = state["np_rng"]
-    py_rng = random.Random(settings.seed)
-    if saved is not None:
-        _restore(saved, model, optimizer, scheduler, py_rng, dev)
-        _truncate_log(out / LOG_NAME, state["step"])
-    else:
-        torch.manual_seed(settings.seed)  # dropout masks: same seed, same run
-    lengths = [len(d) for d in train_docs]
-    step, elapsed0 = int(state["step"]), float(state["elapsed"])
-    start = time.perf_counter()
-    meter, chars, last_log = Meter(), 0, time.perf_counter()
-    entry: Dict[str, Any] = {"step": step}
+    run = PretrainRun(texts, Path(out), settings, config, shape, resume, device)
+    entry = run.train(progress)
+    _write_model(run.out, run.model, settings, run.stats, len(run.dev_docs), texts, entry, config)
+    return entry
 
-    def budget_left() -> bool:
-        if settings.max_steps and step >= settings.max_steps:
+
+class PretrainRun:
+    """One pretraining run: the model, optimizer and every random state a resume must
+    restore, the position in the batch plan, and the budget's clock."""
+
+    def __init__(
+        self,
+        texts: Sequence[Path],
+        out: Path,
+        settings: PretrainSettings,
+        config: str,
+        shape: Optional[Dict[str, Optional[int]]],
+        resume: bool,
+        device: str,
+    ) -> None:
+        self.out, self.settings, self.device = out, settings, torch.device(device)
+        docs, self.stats = read_texts(texts, settings.max_chars)
+        self.train_docs, self.dev_docs = split_dev(docs, settings.dev_fraction, settings.seed)
+        self.teacher = Teacher(settings.teacher, settings.teacher_layers, device) if settings.distilling else None
+        encoder, self.vocab, self.state, saved = _start(out, resume, settings, config, shape, self.train_docs,
+                                                        _fingerprint(docs))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(settings.seed)
+            teacher_shape = (self.teacher.width, len(self.teacher.layers)) if self.teacher else None
+            self.model = CharPretrainer(encoder, len(self.vocab), teacher_shape)
+        self.model.to(self.device).train()
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
+        self.scheduler = _schedule(self.optimizer, settings)
+        self.np_rng = numpy.random.default_rng()
+        self.np_rng.bit_generator.state = self.state["np_rng"]
+        self.py_rng = random.Random(settings.seed)
+        if saved is not None:
+            _restore(saved, self.model, self.optimizer, self.scheduler, self.py_rng, self.device)
+            _truncate_log(out / LOG_NAME, self.state["step"])
+        else:
+            torch.manual_seed(settings.seed)  # dropout masks: same seed, same run
+        self.step = int(self.state["step"])
+        self.elapsed_before = float(self.state["elapsed"])
+        self.started = time.perf_counter()
+
+    def elapsed(self) -> float:
+        """Seconds of training, this run's and the resumed ones'."""
+        return self.elapsed_before + time.perf_counter() - self.started
+
+    def budget_left(self) -> bool:
+        settings = self.settings
+        if settings.max_steps and self.step >= settings.max_steps:
             return False
-        minutes = (elapsed0 + time.perf_counter() - start) / 60
-        return not (settings.max_minutes and minutes >= settings.max_minutes)
+        return not (settings.max_minutes and self.elapsed() / 60 >= settings.max_minutes)
 
-    def batches() -> Iterator[List[int]]:
-        epoch, first = int(state["epoch"]), int(state["batch"])
+    def batches(self) -> Iterator[List[int]]:
+        """Doc indices of each batch, epoch after epoch, from where the state says; the
+        state follows, so a checkpoint resumes at the next batch."""
+        lengths = [len(doc) for doc in self.train_docs]
+        epoch, first = int(self.state["epoch"]), int(self.state["batch"])
         while True:
-            plan = epoch_batches(len(train_docs), lengths, settings.batch_size, settings.seed, epoch)
+            plan = epoch_batches(len(self.train_docs), lengths, self.settings.batch_size, self.settings.seed, epoch)
             for b in range(first, len(plan)):
-                state["epoch"], state["batch"] = epoch, b + 1
+                self.state["epoch"], self.state["batch"] = epoch, b + 1
                 yield plan[b]
             epoch, first = epoch + 1, 0
 
-    def checkpoint() -> None:
-        state.update(step=step, elapsed=elapsed0 + time.perf_counter() - start, settings=asdict(settings),
-                     np_rng=np_rng.bit_generator.state, py_rng=py_rng.getstate())
-        _save_checkpoint(ckpt, model, optimizer, scheduler, state)
+    def update(self, doc_ids: List[int]) -> Tuple[Dict[str, torch.Tensor], int]:
+        """One optimizer step on these docs: the model's outputs and the characters read."""
+        settings = self.settings
+        batch = make_batch([self.train_docs[i] for i in doc_ids], self.vocab, self.np_rng, self.py_rng,
+                           settings.mask_rate, settings.noise_rate, settings.attacks)
+        result = self.model(**_to(batch, self.device, self.teacher), noisy_weight=settings.noisy_weight,
+                            distill_weight=settings.distill_weight)
+        self.optimizer.zero_grad(set_to_none=True)
+        result["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), settings.grad_clip)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.step += 1
+        return {k: v for k, v in result.items() if k != "loss"}, batch.n_chars
 
-    bar = tqdm(total=settings.max_steps, initial=step, disable=not progress, unit="step", desc="pretrain-chars")
-    with (out / LOG_NAME).open("a", encoding="utf8") as log:
-        plan = batches()
-        while budget_left():
-            ids = next(plan)
-            batch = make_batch([train_docs[i] for i in ids], vocab, np_rng, py_rng, settings.mask_rate,
-                               settings.noise_rate, settings.attacks)
-            result = model(**_to(batch, dev, teacher), noisy_weight=settings.noisy_weight,
-                           distill_weight=settings.distill_weight)
-            optimizer.zero_grad(set_to_none=True)
-            result["loss"].backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            meter.add({k: v for k, v in result.items() if k != "loss"})
-            chars += batch.n_chars
-            bar.update(1)
-            evaluate_now = step % settings.checkpoint_every == 0
-            if step % settings.log_every == 0 or evaluate_now or not budget_left():
-                now = time.perf_counter()
-                entry = {"step": step, "elapsed_s": round(elapsed0 + now - start, 1), "lr": scheduler.get_last_lr()[0],
-                         **meter.summary(), "chars_per_s": round(chars / max(now - last_log, 1e-9))}
-                if evaluate_now or not budget_left():
-                    entry.update(evaluate(model, dev_docs, vocab, settings, dev, teacher))
-                log.write(json.dumps(entry) + "\n")
-                log.flush()
-                bar.set_postfix({k: entry[k] for k in ("mlm_loss", "noisy_loss", "distill_loss", "chars_per_s") if k in entry})
-                meter, chars, last_log = Meter(), 0, time.perf_counter()
-            if evaluate_now:
-                checkpoint()
-    bar.close()
-    if len(entry) == 1 and (out / LOG_NAME).exists():  # nothing left to do: report the last entry
-        lines = (out / LOG_NAME).read_text(encoding="utf8").splitlines()
-        entry = json.loads(lines[-1]) if lines else entry
-    checkpoint()
-    stopped_by = "max_steps" if settings.max_steps and step >= settings.max_steps else "max_minutes"
-    entry = {**entry, "stopped_by": stopped_by, "planned_steps": settings.max_steps}
-    _write_model(out, model, settings, stats, len(dev_docs), texts, entry, config)
-    return entry
+    def checkpoint(self) -> None:
+        self.state.update(step=self.step, elapsed=self.elapsed(), settings=asdict(self.settings),
+                          np_rng=self.np_rng.bit_generator.state, py_rng=self.py_rng.getstate())
+        _save_checkpoint(self.out / CHECKPOINT, self.model, self.optimizer, self.scheduler, self.state)
+
+    def train(self, progress: bool = True) -> Dict[str, Any]:
+        """Steps until the budget is spent, logging and checkpointing on the way; ends with
+        a checkpoint. Returns the last log entry with ``stopped_by`` and ``planned_steps``."""
+        settings = self.settings
+        meter, chars, last_log = Meter(), 0, time.perf_counter()
+        entry: Dict[str, Any] = {"step": self.step}
+        bar = tqdm(total=settings.max_steps, initial=self.step, disable=not progress, unit="step", desc="pretrain-chars")
+        with (self.out / LOG_NAME).open("a", encoding="utf8") as log:
+            plan = self.batches()
+            while self.budget_left():
+                outputs, n_chars = self.update(next(plan))
+                meter.add(outputs)
+                chars += n_chars
+                bar.update(1)
+                evaluate_now = self.step % settings.checkpoint_every == 0
+                last = not self.budget_left()
+                if self.step % settings.log_every == 0 or evaluate_now or last:
+                    now = time.perf_counter()
+                    entry = {"step": self.step, "elapsed_s": round(self.elapsed(), 1),
+                             "lr": self.scheduler.get_last_lr()[0], **meter.summary(),
+                             "chars_per_s": round(chars / max(now - last_log, 1e-9))}
+                    if evaluate_now or last:
+                        entry.update(evaluate(self.model, self.dev_docs, self.vocab, settings, self.device, self.teacher))
+                    log.write(json.dumps(entry) + "\n")
+                    log.flush()
+                    bar.set_postfix({k: entry[k] for k in ("mlm_loss", "noisy_loss", "distill_loss", "chars_per_s")
+                                     if k in entry})
+                    meter, chars, last_log = Meter(), 0, time.perf_counter()
+                if evaluate_now:
+                    self.checkpoint()
+        bar.close()
+        if len(entry) == 1 and (self.out / LOG_NAME).exists():  # nothing left to do: report the last entry
+            lines = (self.out / LOG_NAME).read_text(encoding="utf8").splitlines()
+            entry = json.loads(lines[-1]) if lines else entry
+        self.checkpoint()
+        stopped_by = "max_steps" if settings.max_steps and self.step >= settings.max_steps else "max_minutes"
+        return {**entry, "stopped_by": stopped_by, "planned_steps": settings.max_steps}
 
 
 def _write_model(out: Path, model: CharPretrainer, settings: PretrainSettings, stats: Dict[str, int],

@@ -99,102 +99,173 @@ def _prepare_doc(
     chars: CharSpec,
     get_windows: WindowGetter,
 ) -> Tuple[List[WindowInput], DocAlignment]:
-    text = doc.text
-    n = len(doc)
-    arr = doc.to_array([IDX, LENGTH]).astype("int64")
-    starts, lens = arr[:, 0], arr[:, 1]
-    ends = starts + lens
-    # zero-width pieces stay in the input; they get no (piece, token) pair below
-    plen = numpy.maximum(offsets[:, 1] - offsets[:, 0], 0)
+    """One doc's encoder windows and where each of its tokens reads its rows."""
+    n_tokens = len(doc)
+    bounds = doc.to_array([IDX, LENGTH]).astype("int64")
+    token_starts, token_ends = bounds[:, 0], bounds[:, 0] + bounds[:, 1]
     piece_starts = offsets[:, 0]
-    # char -> token (-1 between tokens)
-    c2t = numpy.full(len(text), -1, dtype="int64")
-    c2t[ranges(starts, lens)] = numpy.repeat(numpy.arange(n), lens)
-    # (piece, token) pairs, deduplicated, sorted by token then piece
-    pair_piece = numpy.repeat(numpy.arange(len(ids)), plen)
-    pair_tok = c2t[ranges(piece_starts, plen)]
-    ok = pair_tok >= 0
-    pair_piece, pair_tok = pair_piece[ok], pair_tok[ok]
-    if len(pair_piece):
-        new = numpy.ones(len(pair_piece), dtype=bool)
-        new[1:] = (pair_piece[1:] != pair_piece[:-1]) | (pair_tok[1:] != pair_tok[:-1])
-        pair_piece, pair_tok = pair_piece[new], pair_tok[new]
-        order = numpy.lexsort((pair_piece, pair_tok))
-        pair_piece, pair_tok = pair_piece[order], pair_tok[order]
+    # zero-width pieces stay in the input; they get no (piece, token) pair
+    piece_lengths = numpy.maximum(offsets[:, 1] - offsets[:, 0], 0)
+    pair_piece, pair_token = _piece_token_pairs(len(doc.text), token_starts, token_ends, piece_starts, piece_lengths)
     # the budget counts pieces by index: token t is charged every piece that starts
     # after the previous token's end and before its own end (whitespace pieces too),
     # an upper bound of what a window starting or ending at t holds
-    pieces_before_end = numpy.searchsorted(piece_starts, ends, side="left")
+    pieces_before_end = numpy.searchsorted(piece_starts, token_ends, side="left")
     pieces_before_end[-1] = len(ids)  # trailing (whitespace) pieces go with the last token
     pieces_per_token = numpy.diff(pieces_before_end, prepend=0)
 
     piece_budget, char_budget = get_windows.budgets(
         (subwords.max_length, subwords.n_special), (chars.max_length, 2)
     )
-    spans = get_windows.spans(starts, ends, pieces_per_token, piece_budget, char_budget)
-    home = home_windows(n, spans)
-
-    n_w = len(spans)
-    cs = numpy.array([starts[t0] for t0, _ in spans], dtype="int64")
-    ce = numpy.array([min(ends[t1 - 1], starts[t0] + char_budget) for t0, t1 in spans], dtype="int64")
-    # a window's pieces start right after the previous token's end: the space pieces
-    # in a gap between tokens go with the token after it, as the budget counted them
-    first_tok = numpy.array([t0 for t0, _ in spans], dtype="int64")
-    p0 = numpy.where(first_tok > 0, pieces_before_end[numpy.maximum(first_tok - 1, 0)], 0)
-    p1 = numpy.searchsorted(piece_starts, ce, side="left")
-    p1[[t1 == n for _, t1 in spans]] = len(ids)  # the last window takes the trailing pieces
-    p1 = numpy.minimum(p1, p0 + piece_budget)
-    window_inputs = []
-    sub_off = numpy.zeros(n_w, dtype="int64")
-    char_off = numpy.zeros(n_w, dtype="int64")
-    s_total = c_total = 0
-    for w in range(n_w):
-        sub_ids = subwords.with_specials(ids[p0[w] : p1[w]])
-        char_ids = chars.encode(text[cs[w] : ce[w]])
-        window_inputs.append(
-            WindowInput(doc_index, sub_ids, char_ids, int(cs[w]), offsets[p0[w] : p1[w]])
-        )
-        sub_off[w], char_off[w] = s_total, c_total
-        s_total += len(sub_ids)
-        c_total += len(char_ids)
-
-    # subword rows: pairs whose piece lies in the token's home window
-    pw = home[pair_tok]
-    valid = (pair_piece >= p0[pw]) & (pair_piece < p1[pw])
-    tok_a = pair_tok[valid]
-    rows_a = sub_off[pw[valid]] + subwords.prefix + pair_piece[valid] - p0[pw[valid]]
-    sub_lengths = numpy.bincount(tok_a, minlength=n)
-    lonely = numpy.nonzero(sub_lengths == 0)[0]
-    if len(lonely):
-        lw = home[lonely]
-        wide = numpy.nonzero(plen > 0)[0]  # fall back on a piece that holds text
-        k = numpy.searchsorted(piece_starts[wide], starts[lonely], side="left") - 1
-        before = wide[numpy.maximum(k, 0)] if len(wide) else numpy.zeros_like(k)
-        before = numpy.where(k >= 0, before, -1)
-        inside = (before >= p0[lw]) & (before < p1[lw])
-        rows_b = numpy.where(inside, sub_off[lw] + subwords.prefix + before - p0[lw], sub_off[lw])
-        tok_all = numpy.concatenate([tok_a, lonely])
-        rows_all = numpy.concatenate([rows_a, rows_b])
-        order = numpy.argsort(tok_all, kind="stable")
-        tok_a, rows_a = tok_all[order], rows_all[order]
-        sub_lengths = numpy.bincount(tok_a, minlength=n)
-
-    # char rows: the token's own characters inside its home window
-    cw = home
-    first = char_off[cw] + 1 + starts - cs[cw]
-    clen = numpy.minimum(ends, ce[cw]) - starts
-    no_chars = clen <= 0
-    first = numpy.where(no_chars, char_off[cw], first)
-    clen = numpy.where(no_chars, 1, clen)
-    char_rows = ranges(first, clen)
-
-    align = DocAlignment(
-        n_subword_rows=s_total,
-        n_char_rows=c_total,
-        subword_lengths=sub_lengths.astype("int32"),
-        subword_rows=rows_a.astype("int32"),
-        char_lengths=clen.astype("int32"),
-        char_rows=char_rows.astype("int32"),
-        window_rows=[(int(s), int(c)) for s, c in zip(sub_off, char_off)],
+    spans = get_windows.spans(token_starts, token_ends, pieces_per_token, piece_budget, char_budget)
+    home = home_windows(n_tokens, spans)
+    windows = _Windows.place(spans, token_starts, token_ends, piece_starts, pieces_before_end, piece_budget, char_budget)
+    inputs = windows.inputs(doc_index, doc.text, ids, offsets, subwords, chars)
+    subword_lengths, subword_rows = _subword_rows(
+        pair_piece, pair_token, home, windows, token_starts, piece_starts, piece_lengths, subwords.prefix
     )
-    return window_inputs, align
+    char_lengths, char_rows = _char_rows(home, windows, token_starts, token_ends)
+    align = DocAlignment(
+        n_subword_rows=windows.n_subword_rows,
+        n_char_rows=windows.n_char_rows,
+        subword_lengths=subword_lengths.astype("int32"),
+        subword_rows=subword_rows.astype("int32"),
+        char_lengths=char_lengths.astype("int32"),
+        char_rows=char_rows.astype("int32"),
+        window_rows=[(int(s), int(c)) for s, c in zip(windows.subword_row, windows.char_row)],
+    )
+    return inputs, align
+
+
+def _piece_token_pairs(
+    n_chars: int,
+    token_starts: numpy.ndarray,
+    token_ends: numpy.ndarray,
+    piece_starts: numpy.ndarray,
+    piece_lengths: numpy.ndarray,
+) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """(piece, token) for every piece sharing a character with a token, without repeats,
+    sorted by token then piece: the overlap rule of the subword side."""
+    token_of_char = numpy.full(n_chars, -1, dtype="int64")  # -1 between tokens
+    token_lengths = token_ends - token_starts
+    token_of_char[ranges(token_starts, token_lengths)] = numpy.repeat(numpy.arange(len(token_starts)), token_lengths)
+    pair_piece = numpy.repeat(numpy.arange(len(piece_starts)), piece_lengths)
+    pair_token = token_of_char[ranges(piece_starts, piece_lengths)]
+    on_token = pair_token >= 0
+    pair_piece, pair_token = pair_piece[on_token], pair_token[on_token]
+    if len(pair_piece):
+        new = numpy.ones(len(pair_piece), dtype=bool)
+        new[1:] = (pair_piece[1:] != pair_piece[:-1]) | (pair_token[1:] != pair_token[:-1])
+        pair_piece, pair_token = pair_piece[new], pair_token[new]
+        order = numpy.lexsort((pair_piece, pair_token))
+        pair_piece, pair_token = pair_piece[order], pair_token[order]
+    return pair_piece, pair_token
+
+
+@dataclass
+class _Windows:
+    """Where each window of one doc lies (one entry per window): its text
+    [char_start, char_end), its pieces [piece_start, piece_end), and the output rows of
+    its first special on each side (the window's offset in the doc's concatenated rows)."""
+
+    char_start: numpy.ndarray
+    char_end: numpy.ndarray
+    piece_start: numpy.ndarray
+    piece_end: numpy.ndarray
+    subword_row: numpy.ndarray = field(default_factory=lambda: numpy.zeros(0, dtype="int64"))
+    char_row: numpy.ndarray = field(default_factory=lambda: numpy.zeros(0, dtype="int64"))
+    n_subword_rows: int = 0
+    n_char_rows: int = 0
+
+    @classmethod
+    def place(
+        cls,
+        spans: List[Tuple[int, int]],
+        token_starts: numpy.ndarray,
+        token_ends: numpy.ndarray,
+        piece_starts: numpy.ndarray,
+        pieces_before_end: numpy.ndarray,
+        piece_budget: int,
+        char_budget: int,
+    ) -> "_Windows":
+        """Text and pieces of each token span [t0, t1), within the budgets."""
+        n_tokens, n_pieces = len(token_starts), len(piece_starts)
+        first_token = numpy.array([t0 for t0, _ in spans], dtype="int64")
+        last_token = numpy.array([t1 - 1 for _, t1 in spans], dtype="int64")
+        char_start = token_starts[first_token]
+        char_end = numpy.minimum(token_ends[last_token], char_start + char_budget)
+        # a window's pieces start right after the previous token's end: the space pieces
+        # in a gap between tokens go with the token after it, as the budget counted them
+        piece_start = numpy.where(first_token > 0, pieces_before_end[numpy.maximum(first_token - 1, 0)], 0)
+        piece_end = numpy.searchsorted(piece_starts, char_end, side="left")
+        piece_end[last_token == n_tokens - 1] = n_pieces  # the last window takes the trailing pieces
+        piece_end = numpy.minimum(piece_end, piece_start + piece_budget)
+        return cls(char_start, char_end, piece_start, piece_end)
+
+    def inputs(
+        self, doc_index: int, text: str, ids: numpy.ndarray, offsets: numpy.ndarray, subwords: SubwordSpec, chars: CharSpec
+    ) -> List[WindowInput]:
+        """The encoder inputs, in order; sets the rows where each window's outputs start."""
+        windows = []
+        self.subword_row = numpy.zeros(len(self.char_start), dtype="int64")
+        self.char_row = numpy.zeros(len(self.char_start), dtype="int64")
+        n_subword_rows = n_char_rows = 0
+        for w, (c0, c1, p0, p1) in enumerate(zip(self.char_start, self.char_end, self.piece_start, self.piece_end)):
+            sub_ids = subwords.with_specials(ids[p0:p1])
+            char_ids = chars.encode(text[c0:c1])
+            windows.append(WindowInput(doc_index, sub_ids, char_ids, int(c0), offsets[p0:p1]))
+            self.subword_row[w], self.char_row[w] = n_subword_rows, n_char_rows
+            n_subword_rows += len(sub_ids)
+            n_char_rows += len(char_ids)
+        self.n_subword_rows, self.n_char_rows = n_subword_rows, n_char_rows
+        return windows
+
+
+def _subword_rows(
+    pair_piece: numpy.ndarray,
+    pair_token: numpy.ndarray,
+    home: numpy.ndarray,
+    windows: _Windows,
+    token_starts: numpy.ndarray,
+    piece_starts: numpy.ndarray,
+    piece_lengths: numpy.ndarray,
+    prefix: int,
+) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """(rows per token, rows): the token's pieces inside its home window; a token with
+    none reads the nearest piece with text before it there, else the window's first special."""
+    n_tokens = len(home)
+    pair_window = home[pair_token]
+    in_home = (pair_piece >= windows.piece_start[pair_window]) & (pair_piece < windows.piece_end[pair_window])
+    tokens = pair_token[in_home]
+    rows = windows.subword_row[pair_window[in_home]] + prefix + pair_piece[in_home] - windows.piece_start[pair_window[in_home]]
+    lengths = numpy.bincount(tokens, minlength=n_tokens)
+    lonely = numpy.nonzero(lengths == 0)[0]
+    if len(lonely):
+        window = home[lonely]
+        with_text = numpy.nonzero(piece_lengths > 0)[0]  # fall back on a piece that holds text
+        k = numpy.searchsorted(piece_starts[with_text], token_starts[lonely], side="left") - 1
+        before = with_text[numpy.maximum(k, 0)] if len(with_text) else numpy.zeros_like(k)
+        before = numpy.where(k >= 0, before, -1)
+        inside = (before >= windows.piece_start[window]) & (before < windows.piece_end[window])
+        fallback = numpy.where(
+            inside, windows.subword_row[window] + prefix + before - windows.piece_start[window], windows.subword_row[window]
+        )
+        tokens = numpy.concatenate([tokens, lonely])
+        rows = numpy.concatenate([rows, fallback])
+        order = numpy.argsort(tokens, kind="stable")
+        tokens, rows = tokens[order], rows[order]
+        lengths = numpy.bincount(tokens, minlength=n_tokens)
+    return lengths, rows
+
+
+def _char_rows(
+    home: numpy.ndarray, windows: _Windows, token_starts: numpy.ndarray, token_ends: numpy.ndarray
+) -> Tuple[numpy.ndarray, numpy.ndarray]:
+    """(rows per token, rows): the token's own characters inside its home window (after
+    the window's first special); a token with none there reads that special."""
+    first = windows.char_row[home] + 1 + token_starts - windows.char_start[home]
+    lengths = numpy.minimum(token_ends, windows.char_end[home]) - token_starts
+    no_chars = lengths <= 0
+    first = numpy.where(no_chars, windows.char_row[home], first)
+    lengths = numpy.where(no_chars, 1, lengths)
+    return lengths, ranges(first, lengths)

@@ -1,0 +1,24 @@
+"""`python -m spacy_entangle ARGS` run in-process with typer's CliRunner: the real command
+(parsing, exit codes, stdout and stderr apart) without a subprocess' ~3 s of imports.
+tests/test_init_backbone.py::test_cli_subprocess keeps one real `python -m` run."""
+from dataclasses import dataclass
+
+from typer.testing import CliRunner
+
+from spacy_entangle.cli import app
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli(*args: object) -> CliResult:
+    """Exit code and output of the command; an exception other than an exit is re-raised
+    (a crash must fail the test, not pass as exit code 1)."""
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return CliResult(result.exit_code, result.stdout, result.stderr)
