@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy
 import pytest
 import spacy
+from spacy.cli.evaluate import evaluate
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 

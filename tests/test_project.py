@@ -430,7 +430,8 @@ def test_wnut_project_end_to_end(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = offline_env({"PYTHONPATH": str(site)})
-    shutil.rmtree(project / "backbones")  # the package must not need the backbone folders
+    aside = tmp_path / "backbones-aside"  # the package must not need the backbone folders
+    (project / "backbones").rename(aside)
     r = subprocess.run([sys.executable, str(project / "scripts" / "check_package.py"), "en_entangle_wnut",
                         "--output", str(tmp_path / "installed.json")],
                        cwd=elsewhere, capture_output=True, text=True, env=env)
@@ -444,7 +445,7 @@ def test_wnut_project_end_to_end(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "5 ['corporation', 'creative-work', 'group', 'location', 'person', 'product']" in r.stdout
     # the baseline workflow's own commands on the same tiny subword backbone
-    weasel(project, "backbones", v, env=TINY_ENV)
+    aside.rename(project / "backbones")
     for command in ["train-baseline", "noisy-dev", "evaluate-noisy", "compare"]:
         _, out = weasel(project, command, v, env=TINY_ENV)
     assert (project / "training" / "baseline" / "seed0" / "model-best" / "meta.json").exists()
