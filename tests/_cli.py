@@ -14,6 +14,11 @@ class CliResult:
     stdout: str
     stderr: str
 
+    @property
+    def output(self) -> str:
+        """stdout then stderr, for messages that may go to either."""
+        return self.stdout + self.stderr
+
 
 def cli(*args: object) -> CliResult:
     """Exit code and output of the command; an exception other than an exit is re-raised

@@ -107,6 +107,8 @@ def test_flops_count_fused_and_cpu_attention(speed):
         (["--model", "m"], "--model and --dev go together"),
         (["--lengths", "1k"], "--lengths must be comma-separated integers"),
         (["--repeats", "0"], "--repeats must be >= 1"),
+        (["--pipelines", "nameless"], "expected NAME=DIR"),
+        (["--trained", "."], "--trained and --variants go together"),
     ],
 )
 def test_bad_arguments_name_the_option(speed, conll, argv, message, capsys):
@@ -150,16 +152,6 @@ def test_pipelines_side_by_side(speed, tmp_path, capsys):
                           "--variants", str(variants)])
     assert list(results["pipelines"]["models"]) == ["entangle", "baseline"]
     assert "entangle-char: no" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("argv,message", [
-    (["--pipelines", "nameless"], "expected NAME=DIR"),
-    (["--trained", "."], "--trained and --variants go together"),
-])
-def test_bad_pipeline_arguments(speed, conll, argv, message, capsys):
-    with pytest.raises(SystemExit):
-        speed.parse_args(["--data", str(conll), *argv])
-    assert message in capsys.readouterr().err
 
 
 def test_spacy_corpus_gives_words_and_bio_tags(speed, tmp_path):

@@ -15,6 +15,8 @@ from spacy.vocab import Vocab
 import spacy_entangle  # noqa: F401  (registers the factories and the char_tags extension)
 from spacy_entangle.configs import config_path
 
+from _cli import cli
+
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.cfg"))
 WORDS = ["Apple", "is", "buying", "a", "startup", "in", "London", "#lol", "😀", "tmrw"]
 TAGS = ["PROPN", "AUX", "VERB", "DET", "NOUN", "ADP", "PROPN", "X", "SYM", "NOUN"]
@@ -106,15 +108,12 @@ def test_init_config_writes_a_complete_config_spacy_accepts(tmp_path, corpus, ca
     """`init-config --pipeline ner,tagger,textcat`: one entangle, three listeners, the score
     weights spread over the tasks; spaCy's debug config and debug data accept it."""
     from spacy.util import load_config
-    from typer.testing import CliRunner
-
-    from spacy_entangle.cli import app
 
     out = tmp_path / "all.cfg"
     args = ["init-config", str(out), "--pipeline", "ner,tagger,textcat", "--preset", "cpu",
             "--char-backbone", str(canine_dir), "--subword-backbone", str(bert_dir), "--lang", "en"]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
+    result = cli(*args)
+    assert result.returncode == 0, result.output
     cfg = load_config(out, interpolate=False)
     assert cfg["nlp"]["pipeline"] == ["entangle", "ner", "tagger", "textcat"]
     assert cfg["paths"]["char_backbone"] == str(canine_dir) and cfg["paths"]["subword_backbone"] == str(bert_dir)
@@ -131,8 +130,8 @@ def test_init_config_writes_a_complete_config_spacy_accepts(tmp_path, corpus, ca
     for bad, message in [(["--pipeline", "ner,parser", "--force"], "--pipeline takes components among ner, tagger, textcat"),
                          (["--preset", "gpu", "--force"], "--preset must be one of cpu, paper"),
                          ([], "exists; pass --force")]:
-        result = CliRunner().invoke(app, ["init-config", str(out), *bad])
-        assert result.exit_code == 1 and message in result.output, result.output
+        result = cli("init-config", str(out), *bad)
+        assert result.returncode == 1 and message in result.output, result.output
 
 
 MINIMAL = """
@@ -170,9 +169,6 @@ def test_a_minimal_config_is_filled_from_the_preset_not_from_spacys_defaults(tmp
     1e-3, no warm-up); `init-config --base` fills it from the preset, the base's values winning."""
     from spacy.cli.init_config import fill_config
     from spacy.util import load_config
-    from typer.testing import CliRunner
-
-    from spacy_entangle.cli import app
 
     minimal = tmp_path / "minimal.cfg"
     minimal.write_text(MINIMAL.format(char=canine_dir, subword=bert_dir), encoding="utf8")
@@ -181,8 +177,8 @@ def test_a_minimal_config_is_filled_from_the_preset_not_from_spacys_defaults(tmp
     assert spacy_filled["training"]["optimizer"]["learn_rate"] == 0.001  # why the README points at --base
 
     out = tmp_path / "filled.cfg"
-    result = CliRunner().invoke(app, ["init-config", str(out), "--base", str(minimal)])
-    assert result.exit_code == 0, result.output
+    result = cli("init-config", str(out), "--base", str(minimal))
+    assert result.returncode == 0, result.output
     cfg = load_config(out, interpolate=False)
     assert cfg["nlp"]["lang"] == "de" and cfg["nlp"]["pipeline"] == ["entangle", "ner"]
     assert list(cfg["components"]) == ["entangle", "ner"]
@@ -195,8 +191,8 @@ def test_a_minimal_config_is_filled_from_the_preset_not_from_spacys_defaults(tmp
     # a base whose pipeline names a component it gives no block for: one clear line
     bad = tmp_path / "bad.cfg"
     bad.write_text(MINIMAL.format(char=canine_dir, subword=bert_dir).replace('"ner"]', '"ner","mine"]'), encoding="utf8")
-    result = CliRunner().invoke(app, ["init-config", str(tmp_path / "bad_out.cfg"), "--base", str(bad)])
-    assert result.exit_code == 1 and "without a [components.NAME] block: mine" in result.output, result.output
+    result = cli("init-config", str(tmp_path / "bad_out.cfg"), "--base", str(bad))
+    assert result.returncode == 1 and "without a [components.NAME] block: mine" in result.output, result.output
 
 
 def test_paper_baseline_configs_build(bert_dir):

@@ -9,9 +9,7 @@ import numpy
 import pytest
 import torch
 from transformers import AutoModel, CanineModel
-from typer.testing import CliRunner
 
-from spacy_entangle.cli import app
 from spacy_entangle.modeling.offline import RANDOM_NOTE, sample_lines
 from spacy_entangle.pretraining import PretrainSettings, pretrain_chars
 from spacy_entangle.pretraining.data import (
@@ -28,9 +26,9 @@ from spacy_entangle.pretraining.data import (
 )
 from spacy_entangle.pretraining.loop import LOG_NAME, PRETRAINED_NOTE
 
+from _cli import cli
 from _pipelines import build, train
 
-runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
@@ -113,12 +111,12 @@ def test_chunking_keeps_every_character():
 # ----------------------------------------------------------------------------- the loop
 def test_loss_falls_and_output_is_a_char_backbone(text_file, bert_dir, tmp_path):
     out = tmp_path / "chars"
-    result = runner.invoke(app, [
+    result = cli(
         "pretrain-chars", str(text_file), str(out), "--config", "canine-tiny", "--max-steps", "40",
         "--batch-size", "16", "--lr", "3e-3", "--warmup-steps", "0", "--log-every", "5", "--noise-rate", "0.2",
         "--checkpoint-every", "20",
-    ])
-    assert result.exit_code == 0, result.output
+    )
+    assert result.returncode == 0, result.output
     entries = log(out)
     assert [e["step"] for e in entries] == list(range(5, 45, 5))
     first, last = entries[0], entries[-1]
@@ -196,16 +194,16 @@ def test_bad_input_is_a_clear_error(content, args, message, tmp_path):
     path = tmp_path / "in.txt"
     path.write_text(content, encoding="utf8")
     budget = [] if "--max-steps" in args else ["--max-steps", "1"]
-    result = runner.invoke(app, ["pretrain-chars", str(path), str(tmp_path / "o"), "--config", "canine-tiny", *budget, *args])
-    assert result.exit_code == 1, result.output
+    result = cli("pretrain-chars", str(path), str(tmp_path / "o"), "--config", "canine-tiny", *budget, *args)
+    assert result.returncode == 1, result.output
     assert message in result.output and "Traceback" not in result.output
 
 
 def test_missing_file_and_missing_out(tmp_path):
-    result = runner.invoke(app, ["pretrain-chars", str(tmp_path / "nope.txt"), str(tmp_path / "o"), "--max-steps", "1"])
-    assert result.exit_code == 1 and "not a file" in result.output
-    result = runner.invoke(app, ["pretrain-chars", str(tmp_path / "only-one-path")])
-    assert result.exit_code == 1 and "OUT" in result.output
+    result = cli("pretrain-chars", str(tmp_path / "nope.txt"), str(tmp_path / "o"), "--max-steps", "1")
+    assert result.returncode == 1 and "not a file" in result.output
+    result = cli("pretrain-chars", str(tmp_path / "only-one-path"))
+    assert result.returncode == 1 and "OUT" in result.output
 
 
 def test_non_canine_directory_is_refused(text_file, bert_dir, tmp_path):
@@ -273,13 +271,13 @@ def test_teacher_pieces_align_to_words(bert_dir):
 
 def test_distillation_loss_falls_and_output_plugs_in(text_file, bert_dir, tmp_path):
     out = tmp_path / "distilled"
-    result = runner.invoke(app, [
+    result = cli(
         "pretrain-chars", str(text_file), str(out), "--config", "canine-tiny", "--max-steps", "30",
         "--batch-size", "16", "--lr", "3e-3", "--warmup-steps", "0", "--log-every", "5", "--checkpoint-every", "15",
         "--mask-rate", "0", "--noise-rate", "0.3", "--noisy-weight", "0", "--teacher", str(bert_dir),
         "--teacher-layers", "0,-1",
-    ])
-    assert result.exit_code == 0, result.output
+    )
+    assert result.returncode == 0, result.output
     entries = log(out)
     assert all("mlm_loss" not in e and "noisy_loss" not in e for e in entries)  # distillation alone
     assert entries[-1]["distill_loss"] < 0.8 * entries[0]["distill_loss"], entries
@@ -333,11 +331,11 @@ def test_resume_never_unpickles_code(text_file, tmp_path):
 
 def test_time_cap_is_loud_and_recorded(text_file, tmp_path):
     out = tmp_path / "capped"
-    result = runner.invoke(app, [
+    result = cli(
         "pretrain-chars", str(text_file), str(out), "--config", "canine-tiny", "--max-steps", "100000",
         "--max-minutes", "0.0001", "--batch-size", "4",
-    ])
-    assert result.exit_code == 0, result.output
+    )
+    assert result.returncode == 0, result.output
     assert "STOPPED BY THE TIME CAP" in result.output
     record = AutoModel.from_pretrained(out).config.spacy_entangle_pretraining
     assert record["stopped_by"] == "max_minutes" and 0 < record["steps"] < record["planned_steps"] == 100000
@@ -357,7 +355,7 @@ def test_time_cap_is_loud_and_recorded(text_file, tmp_path):
 )
 def test_bad_teacher_is_a_clear_error(args, message, text_file, bert_dir, canine_dir, tmp_path):
     args = [{"BERT": str(bert_dir), "CANINE": str(canine_dir)}.get(a, a) for a in args]
-    result = runner.invoke(app, ["pretrain-chars", str(text_file), str(tmp_path / "o"), "--config", "canine-tiny",
-                                 "--max-steps", "1", *args])
-    assert result.exit_code == 1, result.output
+    result = cli("pretrain-chars", str(text_file), str(tmp_path / "o"), "--config", "canine-tiny",
+                 "--max-steps", "1", *args)
+    assert result.returncode == 1, result.output
     assert message in result.output and "Traceback" not in result.output

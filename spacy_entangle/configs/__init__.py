@@ -60,12 +60,11 @@ def build_config(
     config["training"]["score_weights"] = {}
     if base is not None:
         config = config.merge(Config(base, is_interpolated=False))
-        tasks_in = [name for name in config["nlp"]["pipeline"] if name in config["components"]]
         missing = [name for name in config["nlp"]["pipeline"] if name not in config["components"]]
         if missing:
             raise ValueError(f"[nlp] pipeline names components without a [components.NAME] block: {', '.join(missing)}")
-        # blocks of the preset's tasks that the base's pipeline leaves out
-        config["components"] = {name: config["components"][name] for name in tasks_in}
+        # drop the blocks of the preset's tasks that the base's pipeline leaves out
+        config["components"] = {name: config["components"][name] for name in config["nlp"]["pipeline"]}
     if lang:
         config["nlp"]["lang"] = lang
     if char_backbone:

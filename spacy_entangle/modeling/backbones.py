@@ -71,10 +71,10 @@ def load_tokenizer(name: str) -> Any:
 
 def encoder_from_config(config_dict: Dict[str, Any]) -> Any:
     """An encoder with the given architecture and random weights (weights come next)."""
-    config_dict = dict(config_dict)
-    model_type = config_dict.pop("model_type")
     from transformers import AutoConfig, AutoModel
 
+    config_dict = dict(config_dict)
+    model_type = config_dict.pop("model_type")
     config = AutoConfig.for_model(model_type, **config_dict)
     return AutoModel.from_config(config, trust_remote_code=False)
 

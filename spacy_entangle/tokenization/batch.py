@@ -84,7 +84,7 @@ def prepare_docs(
             aligns.append(DocAlignment.empty())
             continue
         ids, offsets = tokenized[i]
-        doc_windows, align = _prepare_doc(i, doc, ids, offsets, subwords, chars, get_windows)
+        doc_windows, align = _prepare_doc(i, doc, texts[i], ids, offsets, subwords, chars, get_windows)
         windows.extend(doc_windows)
         aligns.append(align)
     return windows, aligns
@@ -93,20 +93,22 @@ def prepare_docs(
 def _prepare_doc(
     doc_index: int,
     doc: Doc,
+    text: str,
     ids: numpy.ndarray,
     offsets: numpy.ndarray,
     subwords: SubwordSpec,
     chars: CharSpec,
     get_windows: WindowGetter,
 ) -> Tuple[List[WindowInput], DocAlignment]:
-    """One doc's encoder windows and where each of its tokens reads its rows."""
+    """One doc's encoder windows and where each of its tokens reads its rows (``text`` is
+    doc.text, which spaCy builds anew on every access)."""
     n_tokens = len(doc)
     bounds = doc.to_array([IDX, LENGTH]).astype("int64")
     token_starts, token_ends = bounds[:, 0], bounds[:, 0] + bounds[:, 1]
     piece_starts = offsets[:, 0]
     # zero-width pieces stay in the input; they get no (piece, token) pair
     piece_lengths = numpy.maximum(offsets[:, 1] - offsets[:, 0], 0)
-    pair_piece, pair_token = _piece_token_pairs(len(doc.text), token_starts, token_ends, piece_starts, piece_lengths)
+    pair_piece, pair_token = _piece_token_pairs(len(text), token_starts, token_ends, piece_starts, piece_lengths)
     # the budget counts pieces by index: token t is charged every piece that starts
     # after the previous token's end and before its own end (whitespace pieces too),
     # an upper bound of what a window starting or ending at t holds
@@ -120,19 +122,25 @@ def _prepare_doc(
     spans = get_windows.spans(token_starts, token_ends, pieces_per_token, piece_budget, char_budget)
     home = home_windows(n_tokens, spans)
     windows = _Windows.place(spans, token_starts, token_ends, piece_starts, pieces_before_end, piece_budget, char_budget)
-    inputs = windows.inputs(doc_index, doc.text, ids, offsets, subwords, chars)
+    inputs = [
+        WindowInput(doc_index, subwords.with_specials(ids[p0:p1]), chars.encode(text[c0:c1]), int(c0), offsets[p0:p1])
+        for c0, c1, p0, p1 in zip(windows.char_start, windows.char_end, windows.piece_start, windows.piece_end)
+    ]
+    # where each window's outputs start in the doc's concatenated rows (its first special)
+    subword_row, n_subword_rows = _starts([len(w.sub_ids) for w in inputs])
+    char_row, n_char_rows = _starts([len(w.char_ids) for w in inputs])
     subword_lengths, subword_rows = _subword_rows(
-        pair_piece, pair_token, home, windows, token_starts, piece_starts, piece_lengths, subwords.prefix
+        pair_piece, pair_token, home, windows, subword_row, token_starts, piece_starts, piece_lengths, subwords.prefix
     )
-    char_lengths, char_rows = _char_rows(home, windows, token_starts, token_ends)
+    char_lengths, char_rows = _char_rows(home, windows, char_row, token_starts, token_ends)
     align = DocAlignment(
-        n_subword_rows=windows.n_subword_rows,
-        n_char_rows=windows.n_char_rows,
+        n_subword_rows=n_subword_rows,
+        n_char_rows=n_char_rows,
         subword_lengths=subword_lengths.astype("int32"),
         subword_rows=subword_rows.astype("int32"),
         char_lengths=char_lengths.astype("int32"),
         char_rows=char_rows.astype("int32"),
-        window_rows=[(int(s), int(c)) for s, c in zip(windows.subword_row, windows.char_row)],
+        window_rows=[(int(s), int(c)) for s, c in zip(subword_row, char_row)],
     )
     return inputs, align
 
@@ -162,20 +170,15 @@ def _piece_token_pairs(
     return pair_piece, pair_token
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Windows:
     """Where each window of one doc lies (one entry per window): its text
-    [char_start, char_end), its pieces [piece_start, piece_end), and the output rows of
-    its first special on each side (the window's offset in the doc's concatenated rows)."""
+    [char_start, char_end) and its pieces [piece_start, piece_end)."""
 
     char_start: numpy.ndarray
     char_end: numpy.ndarray
     piece_start: numpy.ndarray
     piece_end: numpy.ndarray
-    subword_row: numpy.ndarray = field(default_factory=lambda: numpy.zeros(0, dtype="int64"))
-    char_row: numpy.ndarray = field(default_factory=lambda: numpy.zeros(0, dtype="int64"))
-    n_subword_rows: int = 0
-    n_char_rows: int = 0
 
     @classmethod
     def place(
@@ -202,23 +205,11 @@ class _Windows:
         piece_end = numpy.minimum(piece_end, piece_start + piece_budget)
         return cls(char_start, char_end, piece_start, piece_end)
 
-    def inputs(
-        self, doc_index: int, text: str, ids: numpy.ndarray, offsets: numpy.ndarray, subwords: SubwordSpec, chars: CharSpec
-    ) -> List[WindowInput]:
-        """The encoder inputs, in order; sets the rows where each window's outputs start."""
-        windows = []
-        self.subword_row = numpy.zeros(len(self.char_start), dtype="int64")
-        self.char_row = numpy.zeros(len(self.char_start), dtype="int64")
-        n_subword_rows = n_char_rows = 0
-        for w, (c0, c1, p0, p1) in enumerate(zip(self.char_start, self.char_end, self.piece_start, self.piece_end)):
-            sub_ids = subwords.with_specials(ids[p0:p1])
-            char_ids = chars.encode(text[c0:c1])
-            windows.append(WindowInput(doc_index, sub_ids, char_ids, int(c0), offsets[p0:p1]))
-            self.subword_row[w], self.char_row[w] = n_subword_rows, n_char_rows
-            n_subword_rows += len(sub_ids)
-            n_char_rows += len(char_ids)
-        self.n_subword_rows, self.n_char_rows = n_subword_rows, n_char_rows
-        return windows
+
+def _starts(sizes: List[int]) -> Tuple[numpy.ndarray, int]:
+    """The start of each block when blocks of these sizes are laid end to end, and the total."""
+    ends = numpy.cumsum(numpy.asarray(sizes, dtype="int64"))
+    return ends - sizes, int(ends[-1]) if len(ends) else 0
 
 
 def _subword_rows(
@@ -226,18 +217,20 @@ def _subword_rows(
     pair_token: numpy.ndarray,
     home: numpy.ndarray,
     windows: _Windows,
+    window_row: numpy.ndarray,
     token_starts: numpy.ndarray,
     piece_starts: numpy.ndarray,
     piece_lengths: numpy.ndarray,
     prefix: int,
 ) -> Tuple[numpy.ndarray, numpy.ndarray]:
-    """(rows per token, rows): the token's pieces inside its home window; a token with
-    none reads the nearest piece with text before it there, else the window's first special."""
+    """(rows per token, rows): the token's pieces inside its home window (``window_row``:
+    each window's first subword row); a token with none reads the nearest piece with text
+    before it there, else the window's first special."""
     n_tokens = len(home)
     pair_window = home[pair_token]
     in_home = (pair_piece >= windows.piece_start[pair_window]) & (pair_piece < windows.piece_end[pair_window])
     tokens = pair_token[in_home]
-    rows = windows.subword_row[pair_window[in_home]] + prefix + pair_piece[in_home] - windows.piece_start[pair_window[in_home]]
+    rows = window_row[pair_window[in_home]] + prefix + pair_piece[in_home] - windows.piece_start[pair_window[in_home]]
     lengths = numpy.bincount(tokens, minlength=n_tokens)
     lonely = numpy.nonzero(lengths == 0)[0]
     if len(lonely):
@@ -247,9 +240,7 @@ def _subword_rows(
         before = with_text[numpy.maximum(k, 0)] if len(with_text) else numpy.zeros_like(k)
         before = numpy.where(k >= 0, before, -1)
         inside = (before >= windows.piece_start[window]) & (before < windows.piece_end[window])
-        fallback = numpy.where(
-            inside, windows.subword_row[window] + prefix + before - windows.piece_start[window], windows.subword_row[window]
-        )
+        fallback = numpy.where(inside, window_row[window] + prefix + before - windows.piece_start[window], window_row[window])
         tokens = numpy.concatenate([tokens, lonely])
         rows = numpy.concatenate([rows, fallback])
         order = numpy.argsort(tokens, kind="stable")
@@ -259,13 +250,13 @@ def _subword_rows(
 
 
 def _char_rows(
-    home: numpy.ndarray, windows: _Windows, token_starts: numpy.ndarray, token_ends: numpy.ndarray
+    home: numpy.ndarray, windows: _Windows, window_row: numpy.ndarray, token_starts: numpy.ndarray, token_ends: numpy.ndarray
 ) -> Tuple[numpy.ndarray, numpy.ndarray]:
     """(rows per token, rows): the token's own characters inside its home window (after
-    the window's first special); a token with none there reads that special."""
-    first = windows.char_row[home] + 1 + token_starts - windows.char_start[home]
+    the window's first special, at ``window_row``); a token with none there reads that special."""
+    first = window_row[home] + 1 + token_starts - windows.char_start[home]
     lengths = numpy.minimum(token_ends, windows.char_end[home]) - token_starts
     no_chars = lengths <= 0
-    first = numpy.where(no_chars, windows.char_row[home], first)
+    first = numpy.where(no_chars, window_row[home], first)
     lengths = numpy.where(no_chars, 1, lengths)
     return lengths, ranges(first, lengths)
