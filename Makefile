@@ -1,11 +1,16 @@
 # The two set-up commands of the README:
 #   make wnut   - the main job: train, evaluate, package and install en_entangle_wnut (CPU preset)
-#   make test   - the test suite
-# Both create the virtual environment .venv first if it is missing.
+#   make test   - ruff and mypy (make lint), then the test suite, twice: the full suite in .venv
+#                 (transformers 4.x, which spacy-transformers 1.4 pins) and the core suite in
+#                 .venv-core (the library alone, so pip resolves the newest transformers setup.cfg allows: 5.x)
+# They create the virtual environments first if they are missing.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# the core suite's venv: no extras but core-test (pytest, hypothesis, MiniLM), so no spacy-transformers pin
+CORE_VENV ?= .venv-core
+CORE_BIN := $(CORE_VENV)/bin
 # Local copy of WNUT-17 (train + dev); empty = download the public assets.
 WNUT17_DIR ?= $(if $(wildcard ../shared/data/wnut17/train.conll),../../shared/data/wnut17,)
 # Local copy of the unlabeled tweets that `pretrain-chars` reads; empty = download.
@@ -19,7 +24,7 @@ TWEETS_DIR ?= $(if $(wildcard ../shared/data/tweets_unlabeled/tweets.txt),../../
 TORCH_VERSION ?= 2.13.0
 TORCH_INDEX ?=
 
-.PHONY: venv test wnut clean
+.PHONY: venv venv-core lint format test test-full test-core wnut clean
 
 $(BIN)/.installed: setup.cfg
 	$(PYTHON) -m venv $(VENV)
@@ -30,11 +35,40 @@ $(BIN)/.installed: setup.cfg
 
 venv: $(BIN)/.installed
 
-test: venv
+$(CORE_BIN)/.installed: setup.cfg
+	$(PYTHON) -m venv $(CORE_VENV)
+	$(CORE_BIN)/pip install -q --upgrade pip
+	$(CORE_BIN)/pip install -q "torch==$(TORCH_VERSION)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
+	$(CORE_BIN)/pip install -q -e ".[core-test]"
+	touch $@
+
+venv-core: $(CORE_BIN)/.installed
+
+# ruff (lint and format) and mypy, as configured in pyproject.toml
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# what lint checks, fixed where a tool can: ruff's safe fixes, then the formatter
+format: venv
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+# lint first (make runs the prerequisites left to right)
+test: lint test-full test-core
+
+test-full: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# the tests that need neither spacy-transformers nor the weasel projects (tests/conftest.py),
+# on the newest transformers; -rs lists what an absent extra skipped
+test-core: venv-core
+	$(CORE_BIN)/python -c "from importlib.metadata import version as v; print('core suite: transformers', v('transformers'))"
+	$(CORE_BIN)/python -m pytest -q -p no:cacheprovider -rs
 
 wnut: venv
 	cd project && PATH="$(abspath $(BIN)):$$PATH" python -m weasel run all . $(if $(WNUT17_DIR),--vars.wnut17_dir $(WNUT17_DIR),) $(if $(TWEETS_DIR),--vars.tweets_dir $(TWEETS_DIR),)
 
 clean:
-	rm -rf $(VENV) project/backbones project/corpus project/training project/metrics project/packages
+	rm -rf $(VENV) $(CORE_VENV) project/backbones project/corpus project/training project/metrics project/packages

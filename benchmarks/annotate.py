@@ -13,6 +13,7 @@ Without --pipeline a CPU-bound stand-in is made in a temp dir: spaCy's default `
 (HashEmbedCNN tok2vec) with the WNUT-17 labels and random weights (speed does not depend on
 the weights).
 """
+
 import argparse
 import os
 import tempfile
@@ -23,6 +24,7 @@ from typing import Dict, List, Tuple
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import spacy  # noqa: E402
+import speed_data  # noqa: E402  (benchmarks/speed_data.py: the shared reader)
 
 from spacy_entangle.annotate import annotate  # noqa: E402
 
@@ -30,17 +32,9 @@ LABELS = ["corporation", "creative-work", "group", "location", "person", "produc
 
 
 def read_sentences(path: Path) -> List[str]:
-    """One line per CoNLL sentence: its tokens joined by spaces."""
-    sentences, words = [], []
-    for line in path.read_text(encoding="utf8").splitlines():
-        if line.strip():
-            words.append(line.split()[0])
-        elif words:
-            sentences.append(" ".join(words))
-            words = []
-    if words:
-        sentences.append(" ".join(words))
-    return sentences
+    """One line per sentence of a CoNLL file or .spacy corpus (speed_data's reader): its
+    tokens joined by spaces."""
+    return [" ".join(words) for words, _ in speed_data.read_sentences(path)]
 
 
 def make_stand_in(path: Path) -> Path:
@@ -83,8 +77,10 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
     (tmp / "full.txt").write_text("\n".join(texts) + "\n", encoding="utf8")
     (tmp / "small.txt").write_text("\n".join(texts[:100]) + "\n", encoding="utf8")
     common = dict(shard_size=args.shard_size, batch_size=args.batch_size)
-    print(f"{len(texts)} docs ({args.data.name} x{len(texts) / len(sentences):.1f}), pipeline {pipeline}, "
-          f"{os.cpu_count()} CPUs, shards of {args.shard_size}")
+    print(
+        f"{len(texts)} docs ({args.data.name} x{len(texts) / len(sentences):.1f}), pipeline {pipeline}, "
+        f"{os.cpu_count()} CPUs, shards of {args.shard_size}"
+    )
 
     runs: List[Tuple[str, dict]] = [
         ("local, 1 process", dict(engine="local")),

@@ -1,9 +1,14 @@
 """spacy-entangle: the entanglement model (character + subword encoders joined by
 co-attention; Wang, Hu, Gormley 2023) as spaCy components."""
-from . import architectures  # noqa: F401  (registers the architectures)
-from .data import EntangleData
-from .pipeline import CharTagger, Entangle, make_char_tagger, make_entangle
-from .tokenization.windows import configure_windows
+
+from .versions import check_transformers
+
+check_transformers()  # before anything can reach transformers: one line that names the fix
+
+from . import architectures  # noqa: E402,F401  (registers the architectures)
+from .data import EntangleData  # noqa: E402
+from .pipeline import CharTagger, Entangle, make_char_tagger, make_entangle  # noqa: E402
+from .tokenization.windows import configure_windows  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -1,17 +1,18 @@
 """The registered, versioned architectures. Thin: they compose the layers."""
-from typing import List, Optional
+
+from typing import Any, List, Literal, Optional
 
 from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import Dropout, Linear, Logistic, Model, Ragged, Softmax, chain, reduce_first, with_array
 from thinc.types import Floats2d
 
-from .data import SIDES, EntangleData, side_names
+from .data import SIDES, EntangleData, Side, side_names
 from .layers import EntangleListener, EntangleModel, entangle_first_state, entangle_pool
 from .layers.char_states import entangle_char_states
 from .layers.settings import EntangleSettings
 from .layers.tanh import Tanh
-from .tokenization.windows import WindowGetter
+from .tokenization.windows import WindowSettings
 
 
 @registry.architectures("spacy-entangle.EntangleModel.v1")
@@ -26,7 +27,7 @@ def EntangleModel_v1(
     backbone_lr_scale: float = 1.0,
     mixed_precision: bool = False,
     gradient_checkpointing: bool = False,
-    window_getter: Optional[WindowGetter] = None,
+    window_getter: Optional[WindowSettings] = None,
     max_batch_chars: int = 16384,
 ) -> Model[List[Doc], List[EntangleData]]:
     """Character encoder + subword encoder + n_coattention co-attention modules per side.
@@ -42,7 +43,7 @@ def EntangleModel_v1(
 @registry.architectures("spacy-entangle.EntangleListener.v1")
 def EntangleListener_v1(
     upstream: str = "*",
-    side: str = "subword",
+    side: Side = "subword",
     pooling: Optional[Model[Ragged, Floats2d]] = None,
     grad_factor: float = 1.0,
 ) -> Model[List[Doc], List[Floats2d]]:
@@ -51,7 +52,7 @@ def EntangleListener_v1(
     sides = side_names(side)
     listener = EntangleListener(upstream, sides)
     pool = entangle_pool(side, pooling or reduce_first(), grad_factor)
-    model = chain(listener, pool)
+    model: Model[List[Doc], List[Floats2d]] = chain(listener, pool)
     model.set_ref("listener", listener)
     return model
 
@@ -60,7 +61,7 @@ def EntangleListener_v1(
 def EntangleTok2Vec_v1(
     char_backbone: str,
     subword_backbone: str,
-    side: str = "subword",
+    side: Side = "subword",
     pooling: Optional[Model[Ragged, Floats2d]] = None,
     grad_factor: float = 1.0,
     n_coattention: int = 2,
@@ -71,7 +72,7 @@ def EntangleTok2Vec_v1(
     backbone_lr_scale: float = 1.0,
     mixed_precision: bool = False,
     gradient_checkpointing: bool = False,
-    window_getter: Optional[WindowGetter] = None,
+    window_getter: Optional[WindowSettings] = None,
     max_batch_chars: int = 16384,
 ) -> Model[List[Doc], List[Floats2d]]:
     """A standalone entangle encoder + pooling (what `nlp.replace_listeners` puts in
@@ -84,7 +85,7 @@ def EntangleTok2Vec_v1(
 @registry.architectures("spacy-entangle.TextCatCls.v1")
 def TextCatCls_v1(
     upstream: str = "*",
-    side: str = "subword",
+    side: Literal["subword", "char"] = "subword",
     exclusive_classes: bool = True,
     nO: Optional[int] = None,
     dropout: float = 0.1,
@@ -104,10 +105,12 @@ def TextCatCls_v1(
     listener = EntangleListener(upstream, (side,))
     output = Softmax(nO=nO) if exclusive_classes else chain(Linear(nO=nO), Logistic())
     hidden = Linear()
-    model = chain(listener, entangle_first_state(side), Dropout(dropout), hidden, Tanh(), Dropout(dropout), output)
+    model: Model[List[Doc], Floats2d] = chain(
+        listener, entangle_first_state(side), Dropout(dropout), hidden, Tanh(), Dropout(dropout), output
+    )
     chain_init = model.init
 
-    def init(model: Model, X=None, Y=None) -> None:
+    def init(model: Model, X: Any = None, Y: Any = None) -> None:
         # the hidden layer is as wide as the encoder (not inferred from the labels)
         if listener.has_dim("nO") and not hidden.has_dim("nO"):
             hidden.set_dim("nO", listener.get_dim("nO"))
@@ -123,7 +126,7 @@ def TextCatCls_v1(
 @registry.architectures("spacy-entangle.CharTagger.v1")
 def CharTagger_v1(
     upstream: str = "*",
-    side: str = "char",
+    side: Side = "char",
     nO: Optional[int] = None,
 ) -> Model[List[Doc], List[Floats2d]]:
     """Character-level labelling: one row per character of doc.text from the upstream

@@ -5,6 +5,7 @@ the local-attention block and the position table.
 A top-level module (not in modeling/ or tokenization/) because both read it, and so do
 pretraining/ and the CLI: modeling (backbone configs) and tokenization (char ids, padding)
 stay independent of each other, and this module imports nothing."""
+
 CLS = 0xE000  # the [CLS] codepoint (57344)
 SEP = 0xE001  # the [SEP] codepoint (57345)
 HASH_FUNCTIONS = 8  # CanineConfig.num_hash_functions: the width is split into 8 shards

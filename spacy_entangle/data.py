@@ -1,4 +1,5 @@
 """What the `entangle` component stores per doc (``doc._.entangle``) and sends to listeners."""
+
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Literal, Optional, Tuple
 
@@ -6,11 +7,13 @@ import numpy
 import srsly
 from thinc.types import Floats2d
 
-from .tokenization.batch import DocAlignment
+from .tokenization.alignment import DocAlignment
 
 SIDES = ("subword", "char")
 # what a listener reads: one side, or both concatenated (subword ‖ char)
 Side = Literal["subword", "char", "both"]
+# how a token's rows on a side become one vector: its first row (the paper) or their mean
+Pooling = Literal["first", "mean"]
 
 
 def side_names(side: str) -> Tuple[str, ...]:
@@ -35,10 +38,11 @@ class EntangleData:
     subword: Optional[Floats2d]
     char: Optional[Floats2d]
     align: DocAlignment
-    # > 0: drop doc._.entangle after this many more listener reads (store_output = false)
-    readers_left: int = 0
-    # store_attention: the co-attention maps of each window (``attention_maps``); not saved
-    attention: Optional[List[Dict[str, Any]]] = None
+    # the `entangle` component that computed it: a listener reads only its own upstream's
+    source: Optional[str] = None
+    # store_attention: the co-attention maps of each window (pipeline.attention.label_window); not saved
+    # (layers.entangle_model.WindowAttention as computed, a dict once labelled)
+    attention: Optional[List[Any]] = None
 
     def side(self, name: str) -> Floats2d:
         value = getattr(self, name)
@@ -50,15 +54,24 @@ class EntangleData:
             )
         return value
 
+    def token_vectors(self, side: Side = "subword", pooling: Pooling = "mean") -> Floats2d:
+        """One vector per spaCy token, (n_tokens, width), or (n_tokens, 2 x width) for
+        side="both" (subword ‖ char): the token's rows on ``side`` pooled as a listener
+        with that ``pooling`` ("first" | "mean") pools them."""
+        from .layers.pooling import pooled_token_vectors
+
+        return pooled_token_vectors([self], side, pooling)[0]
+
     def to_dict(self) -> Dict[str, Any]:
         """Plain numpy arrays (for msgpack, Doc.to_bytes, DocBin)."""
         from thinc.api import to_numpy
 
-        def np(x):
+        def np(x: Optional[Floats2d]) -> Optional[numpy.ndarray]:
             return None if x is None else to_numpy(x)
 
         a = self.align
         return {
+            "source": self.source,
             "subword": np(self.subword),
             "char": np(self.char),
             "align": {
@@ -78,7 +91,7 @@ class EntangleData:
         a["window_rows"] = [tuple(w) for w in a["window_rows"]]
         for key in ("subword_lengths", "subword_rows", "char_lengths", "char_rows"):
             a[key] = numpy.asarray(a[key], dtype="int32")
-        return cls(subword=msg["subword"], char=msg["char"], align=DocAlignment(**a))
+        return cls(subword=msg["subword"], char=msg["char"], align=DocAlignment(**a), source=msg.get("source"))
 
 
 @srsly.msgpack_encoders("spacy_entangle_data")

@@ -1,6 +1,7 @@
 """`python -m spacy_entangle ARGS` run in-process with typer's CliRunner: the real command
 (parsing, exit codes, stdout and stderr apart) without a subprocess' ~3 s of imports.
-tests/test_init_backbone.py::test_cli_subprocess keeps one real `python -m` run."""
+tests/backbone_dirs/test_builders.py::test_cli_subprocess keeps one real `python -m` run."""
+
 from dataclasses import dataclass
 
 from typer.testing import CliRunner

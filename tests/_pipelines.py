@@ -1,4 +1,5 @@
 """Small pipelines on the tiny offline backbones, shared by the pipeline tests."""
+
 import random
 from typing import List
 
@@ -50,9 +51,19 @@ def ner_model(side="subword", **kw) -> dict:
     }
 
 
-def build(char_dir, sub_dir, components=("ner", "tagger", "textcat"), side="subword", frozen=False, **overrides) -> Language:
+def build(
+    char_dir,
+    sub_dir,
+    components=("ner", "tagger", "textcat"),
+    side="subword",
+    frozen=False,
+    store_output=True,
+    **overrides,
+) -> Language:
+    """store_output = true (not the default): these tests inspect doc._.entangle."""
     nlp = spacy.blank("en")
-    nlp.add_pipe("entangle", config={"model": entangle_cfg(char_dir, sub_dir, **overrides), "frozen": frozen})
+    config = {"model": entangle_cfg(char_dir, sub_dir, **overrides), "frozen": frozen, "store_output": store_output}
+    nlp.add_pipe("entangle", config=config)
     if "ner" in components:
         nlp.add_pipe("ner", config={"model": ner_model(side)})
     if "tagger" in components:
@@ -60,7 +71,9 @@ def build(char_dir, sub_dir, components=("ner", "tagger", "textcat"), side="subw
     if "textcat" in components:
         nlp.add_pipe(
             "textcat",
-            config={"model": {"@architectures": "spacy-entangle.TextCatCls.v1", "upstream": "entangle", "side": "subword"}},
+            config={
+                "model": {"@architectures": "spacy-entangle.TextCatCls.v1", "upstream": "entangle", "side": "subword"}
+            },
         )
     return nlp
 

@@ -1,4 +1,5 @@
 """Subprocesses of the tests (weasel projects, CLIs) run offline with one torch thread."""
+
 import os
 import subprocess
 import sys

@@ -1,4 +1,5 @@
 """Shared by the project's scripts: NAME=MODEL_DIR arguments, loaded once each."""
+
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, Tuple

@@ -6,6 +6,7 @@ Loads the package by name with spacy.load from a temporary working directory (so
 in the project folder is picked up), checks that the requirements in its meta are
 installed, tags a sample tweet and prints the entities. Exits 1 on any failure.
 """
+
 import argparse
 import json
 import os
@@ -44,8 +45,10 @@ def main(argv=None):
     ents = [(e.text, e.label_) for e in doc.ents]
     pkg = sys.modules.get(args.name)
     location = getattr(pkg, "__file__", None)
-    print(f"✔ spacy.load({args.name!r}) {nlp.meta.get('version')}: pipeline {nlp.pipe_names}, "
-          f"labels {list(nlp.get_pipe('ner').labels) if 'ner' in nlp.pipe_names else []}")
+    print(
+        f"✔ spacy.load({args.name!r}) {nlp.meta.get('version')}: pipeline {nlp.pipe_names}, "
+        f"labels {list(nlp.get_pipe('ner').labels) if 'ner' in nlp.pipe_names else []}"
+    )
     print(f"  requirements: {nlp.meta.get('requirements')}")
     print(f"  {SAMPLE!r} -> {ents}")
     if problems:
@@ -53,15 +56,22 @@ def main(argv=None):
         return 1
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps({
-            "name": args.name,
-            "version": nlp.meta.get("version"),
-            "location": location,
-            "pipeline": nlp.pipe_names,
-            "requirements": nlp.meta.get("requirements"),
-            "sample": SAMPLE,
-            "entities": ents,
-        }, indent=2) + "\n", encoding="utf-8")
+        output.write_text(
+            json.dumps(
+                {
+                    "name": args.name,
+                    "version": nlp.meta.get("version"),
+                    "location": location,
+                    "pipeline": nlp.pipe_names,
+                    "requirements": nlp.meta.get("requirements"),
+                    "sample": SAMPLE,
+                    "entities": ents,
+                },
+                indent=2,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
     return 0
 
 

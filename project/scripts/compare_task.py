@@ -15,12 +15,14 @@ over the languages that every model was evaluated on.
 Rows whose metrics are missing are left out with a note (a variant that was not trained).
 Also importable: `headline()` gives a task's main scores (used by compare_tasks.py).
 """
+
 import argparse
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from tables import pct as _pct, read_json, write_report
+from tables import pct as _pct
+from tables import read_json, write_report
 
 
 def pct(value) -> str:
@@ -81,8 +83,11 @@ def single_table(task: str, metrics_dir: Path, rows: List[Tuple[str, str]]) -> T
         lines.append("| " + " | ".join(cells) + " |")
     size = found[0][1]
     if size.get("n_docs"):
-        notes.insert(0, f"dev: {size['n_docs']} docs, {size.get('n_words', '?')} tokens"
-                        + ("; scored on the corpus's own (gold) tokens" if size.get("gold_preproc") else ""))
+        notes.insert(
+            0,
+            f"dev: {size['n_docs']} docs, {size.get('n_words', '?')} tokens"
+            + ("; scored on the corpus's own (gold) tokens" if size.get("gold_preproc") else ""),
+        )
     return lines, notes
 
 

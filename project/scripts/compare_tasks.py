@@ -16,6 +16,7 @@ entangle-subword, entangle-char, entangle-mean (TweetEval's listener + mean pool
 variant), baseline, and the difference entangle-subword − baseline in points. --preset
 paper reads the paper presets' metrics (prefixes paper and paper_baseline) instead.
 """
+
 import argparse
 import sys
 from dataclasses import dataclass
@@ -27,8 +28,12 @@ from tables import mean_spread
 
 COLUMNS = ["entangle-subword", "entangle-char", "entangle-mean", "baseline"]
 PRESETS = {
-    "cpu": {"entangle-subword": "entangle", "entangle-char": "entangle_char", "entangle-mean": "entangle_mean",
-            "baseline": "baseline"},
+    "cpu": {
+        "entangle-subword": "entangle",
+        "entangle-char": "entangle_char",
+        "entangle-mean": "entangle_mean",
+        "baseline": "baseline",
+    },
     "paper": {"entangle-subword": "paper", "baseline": "paper_baseline"},
 }
 
@@ -93,8 +98,10 @@ def task_scores(root: Path, task: Task, prefixes: Dict[str, str]) -> Tuple[Dict[
 def make_table(root: Path, preset: str) -> Tuple[List[str], List[str]]:
     prefixes = PRESETS[preset]
     columns = [c for c in COLUMNS if c in prefixes]
-    lines = ["| task | score | " + " | ".join(columns) + " | subword − baseline |",
-             "|---|---|" + "---:|" * (len(columns) + 1)]
+    lines = [
+        "| task | score | " + " | ".join(columns) + " | subword − baseline |",
+        "|---|---|" + "---:|" * (len(columns) + 1),
+    ]
     notes = []
     for task in TASKS:
         found, note = task_scores(root, task, prefixes)
@@ -125,7 +132,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     preset = (
         "CPU presets (MiniLM-L6 + a small CANINE: pretrained by `pretrain-chars` for WNUT-17, "
         "the random-initialised stand-in for the other tasks)"
-        if args.preset == "cpu" else "paper presets"
+        if args.preset == "cpu"
+        else "paper presets"
     )
     text = [f"Dev scores (%) of the {preset}, from each project's latest run.", "", *lines, ""]
     text += [f"- {n}" for n in notes]

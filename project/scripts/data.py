@@ -8,6 +8,7 @@ project.yml records are kept as they are (a local copy needs no network); missin
 different files are downloaded from the public URLs. `weasel assets` fetches every asset of
 the project, so the folders of the others are passed along with --also VAR=FOLDER. On failure, says how to use a local copy.
 """
+
 import argparse
 import subprocess
 import sys
@@ -25,7 +26,9 @@ def main(argv) -> int:
     others = [a.split("=", 1) for a in args.also]
     if any(len(o) != 2 for o in others):
         p.error("--also takes VAR=FOLDER")
-    overrides = [f"--vars.{args.var}", args.folder] + [item for var, folder in others for item in (f"--vars.{var}", folder)]
+    overrides = [f"--vars.{args.var}", args.folder] + [
+        item for var, folder in others for item in (f"--vars.{var}", folder)
+    ]
     rc = subprocess.run([sys.executable, "-m", "weasel", "assets", ".", *overrides]).returncode
     missing = [name for name in args.files if not (Path(args.folder) / name).is_file()]
     if rc != 0 or missing:
@@ -33,7 +36,8 @@ def main(argv) -> int:
             f"✘ {', '.join(missing or args.files)} not in {args.folder} (download failed or checksum mismatch).\n"
             f"  Without internet, point the project at a local copy holding {', '.join(args.files)}, e.g.\n"
             f"  `python -m weasel run {args.workflow} . --vars.{args.var} PATH/TO/LOCAL/COPY`"
-            + "".join(f" (and --vars.{var} for {folder})" for var, folder in others) + ".",
+            + "".join(f" (and --vars.{var} for {folder})" for var, folder in others)
+            + ".",
             file=sys.stderr,
         )
         return rc or 1

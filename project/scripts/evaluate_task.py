@@ -13,6 +13,7 @@ corpus's own tokens (as `spacy evaluate --gold-preproc`: Tweebank's UPOS accurac
 gold word, as in the paper) instead of re-tokenizing the text. A --model directory that is
 missing is an error; an --optional one is skipped with a note (a variant not trained).
 """
+
 import argparse
 import sys
 import time
@@ -70,8 +71,13 @@ def evaluate(nlp, data: Path, gold_preproc: bool) -> Dict:
 
 def headline(scores: Dict) -> str:
     parts = []
-    for key, name in [("ents_f", "ents_f"), ("tag_acc", "tag_acc"), ("pos_acc", "pos_acc"),
-                      ("cats_macro_f", "macro-F1"), ("cats_accuracy", "accuracy")]:
+    for key, name in [
+        ("ents_f", "ents_f"),
+        ("tag_acc", "tag_acc"),
+        ("pos_acc", "pos_acc"),
+        ("cats_macro_f", "macro-F1"),
+        ("cats_accuracy", "accuracy"),
+    ]:
         if scores.get(key) is not None:
             parts.append(f"{name} {100 * scores[key]:.2f}")
     return ", ".join(parts) or "no scores"

@@ -9,6 +9,7 @@ Weasel runs no shell and has no loops: this is how one project command covers ev
 language of a variable. Stops at the first failure, with its exit code. A leading `python`
 runs this interpreter (as weasel does).
 """
+
 import subprocess
 import sys
 from typing import List, Optional
@@ -17,7 +18,7 @@ USAGE = "usage: foreach.py ITEMS [--all a,b,c] [--placeholder {lang}] -- COMMAND
 
 
 def expand_items(spec: str, all_items: Optional[str] = None) -> List[str]:
-    """"swa" | "swa,hau" | "all" -> the items, in order, duplicates dropped. Raises
+    """ "swa" | "swa,hau" | "all" -> the items, in order, duplicates dropped. Raises
     ValueError on an empty list, "all" without an --all list, or an item not in it."""
     known = [x.strip() for x in (all_items or "").split(",") if x.strip()]
     if spec.strip() == "all":

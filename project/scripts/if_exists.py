@@ -6,6 +6,7 @@ When PATH is missing the command is skipped (exit 0) and each --else-remove FILE
 so no stale output of an earlier run is left behind (e.g. metrics of a test split that is
 gone). A leading `python` in COMMAND runs this interpreter (as weasel does).
 """
+
 import subprocess
 import sys
 from pathlib import Path

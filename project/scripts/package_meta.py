@@ -16,6 +16,7 @@ BASE_META.json holds the hand-written fields (description, licence, sources). Ad
                 run means a different (weaker) encoder than the project states.
 Everything else (lang, pipeline, labels, spacy_version) still comes from the model's meta.
 """
+
 import argparse
 import json
 import sys
@@ -60,17 +61,17 @@ def main(argv=None):
     meta["requirements"] = [plugin_requirement()] + reqs
     if args.metrics is not None:
         scores = json.loads(args.metrics.read_text(encoding="utf-8"))
-        meta["performance"] = {
-            k: v for k, v in scores.items() if k.startswith(("ents_", "token_")) or k == "speed"
-        }
+        meta["performance"] = {k: v for k, v in scores.items() if k.startswith(("ents_", "token_")) or k == "speed"}
     if args.char_encoder is not None:
         if not (args.char_encoder / "config.json").exists():
             print(f"✘ {args.char_encoder}/config.json not found: pass the char encoder directory", file=sys.stderr)
             return 1
         record = meta["char_encoder"] = char_encoder_record(args.char_encoder)
         if record.get("stopped_by") == "max_minutes" and record.get("planned_steps"):
-            cut = (f"Its character encoder was STOPPED BY THE TIME CAP after {record['steps']} of "
-                   f"{record['planned_steps']} pretraining steps.")
+            cut = (
+                f"Its character encoder was STOPPED BY THE TIME CAP after {record['steps']} of "
+                f"{record['planned_steps']} pretraining steps."
+            )
             meta["description"] = f"{meta.get('description', '').rstrip()} {cut}".strip()
             print(f"⚠ {cut} (recorded in the package meta)", file=sys.stderr)
     args.output.parent.mkdir(parents=True, exist_ok=True)
@@ -104,16 +105,24 @@ def model_card(meta: dict) -> str:
         "library_name": "spacy",
         "datasets": ["wnut_17"],
         "metrics": ["precision", "recall", "f1"],
-        "model-index": [{
-            "name": f"{meta['lang']}_{meta['name']}",
-            "results": [{
-                "task": {"name": "NER", "type": "token-classification"},
-                "dataset": {"name": "WNUT-17 (dev)", "type": "wnut_17", "split": "validation"},
-                "metrics": [{"name": f"NER {name.title()}", "type": name, "value": round(float(perf[f"ents_{key}"]), 4)}
+        "model-index": [
+            {
+                "name": f"{meta['lang']}_{meta['name']}",
+                "results": [
+                    {
+                        "task": {"name": "NER", "type": "token-classification"},
+                        "dataset": {"name": "WNUT-17 (dev)", "type": "wnut_17", "split": "validation"},
+                        "metrics": [
+                            {"name": f"NER {name.title()}", "type": name, "value": round(float(perf[f"ents_{key}"]), 4)}
                             for name, key in (("precision", "p"), ("recall", "r"), ("f1", "f"))
-                            if perf.get(f"ents_{key}") is not None],
-            }],
-        }] if perf else [],
+                            if perf.get(f"ents_{key}") is not None
+                        ],
+                    }
+                ],
+            }
+        ]
+        if perf
+        else [],
     }
     header = {k: v for k, v in header.items() if v}
     return f"---\n{srsly.yaml_dumps(header).strip()}\n---\n\n{generate_readme(meta)}"

@@ -6,6 +6,7 @@ teacher, on a panel of its own on the right: the units differ.
 
     python scripts/plot_pretrain.py BACKBONE/pretrain_log.jsonl metrics/pretrain_chars.png
 """
+
 import argparse
 import json
 import sys

@@ -1,5 +1,6 @@
 """What every comparison table of the projects shares: reading metrics JSON, formatting
 scores, times and mean ± spread over seeds, and writing the markdown (echoed to the log)."""
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,7 @@ def mean_spread(values: Sequence[float]) -> Tuple[Optional[float], Optional[floa
 
 
 def fmt_mean_spread(values: Sequence[float], digits: int = 1) -> str:
-    """"56.4 ± 0.8" in percent over the seeds; a single seed prints its value alone."""
+    """ "56.4 ± 0.8" in percent over the seeds; a single seed prints its value alone."""
     mean, spread = mean_spread(values)
     if mean is None:
         return "–"

@@ -6,6 +6,7 @@ The command's output goes straight to the console (spaCy's training progress sta
 visible). OUT.json is written only when the command succeeds; a stale one is removed first.
 Exits with the command's exit code. A leading `python` runs this interpreter.
 """
+
 import json
 import os
 import platform

@@ -1,10 +1,12 @@
-"""Train, evaluate and compare the WNUT-17 variants of variants.yml over several seeds.
+"""Train, evaluate and compare the variants of a variants.yml (WNUT-17's; each task project has its own).
 
     python scripts/variants.py train NAME [NAME ...] [--seeds 0,1,2] [--char-encoder masked]
         [--max-steps 600] [--eval-frequency 200] [--noisy corpus/dev_noise0.5.spacy ...]
         [--gpu-id -1] [--threads N] [--dry-run] [-- EXTRA spacy train ARGS]
     python scripts/variants.py evaluate NAME [NAME ...] [--seeds ...] [--noisy ...]
     python scripts/variants.py compare [NAME ...] [--output metrics/compare.md] [--plot metrics/compare.png]
+    python ../scripts/variants.py train-one NAME --output DIR [--time PATH] [--variants variants.yml]
+        [--configs-dir ../../configs] [--char-dir DIR] [--override KEY=VALUE ...] [-- EXTRA ARGS]
 
 For variant NAME and seed N, `train` runs `spacy train` (the variant's config, char encoder
 and side, `--system.seed N`) into training/NAME/seedN/, records its wall-clock time in
@@ -15,8 +17,14 @@ resumes where it stopped (another budget is another run: use another --training-
 --metrics-dir). Seeds run one after another: two torch jobs at once oversubscribe a small
 machine. `evaluate` evaluates trained seeds on the noisy copies (again: they may have been
 remade) and on dev/test where their metrics are missing (all with --force); `compare`
-writes one table of every variant with metrics: mean ± spread over its seeds.
+writes one table of every variant with metrics: mean ± spread over its seeds. `train-one`
+trains one variant into --output (one seed, timed into --time, no evaluation): the task
+projects (tweebank, tweeteval, masakhaner, codeswitch) read their own variants.yml with it and
+evaluate with their own scripts. --override KEY=VALUE goes to every variant (`--KEY VALUE`),
+the EXTRA args after `--` to the entangle variants only; --char-dir is the char backbone of
+the variants whose char_encoder is `default` (instead of backbones/canine-ENCODER).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +42,9 @@ from tables import fmt_mean_spread, fmt_time, markdown_table, mean_spread, pct, 
 HERE = Path(__file__).resolve().parent.parent
 NOISE = re.compile(r"_noise([0-9.]+)\.spacy$")
 SIDES = ("subword", "char", "both")
-ENCODERS = ("random", "masked", "distilled")
+ENCODERS = ("random", "masked", "distilled", "grown")
+# the folder under backbones/ of each char encoder (the grown one is not a CANINE)
+ENCODER_DIRS = {"random": "canine-random", "masked": "canine-masked", "distilled": "canine-distilled", "grown": "grown"}
 DEFAULT = "default"  # char_encoder of a variant that follows the project's `char_encoder`
 
 
@@ -50,17 +60,21 @@ class Variant:
     char_backbone: Optional[str] = None
     subword_backbone: Optional[str] = None
     component: str = "ner"
+    side_key: str = "model.tok2vec.side"  # where the component's config holds `side`
 
     @property
     def is_entangle(self) -> bool:
         return self.char_encoder is not None or self.char_backbone is not None
 
-    def char_dir(self, backbones_dir: Path, default: str) -> str:
-        """The char backbone: an explicit name/path, else backbones/canine-ENCODER."""
+    def char_dir(self, backbones_dir: Path, default: str, default_dir: Optional[str] = None) -> str:
+        """The char backbone: an explicit name/path, else backbones/ENCODER_DIRS[ENCODER]
+        (for `default`: default_dir when given)."""
         if self.char_backbone:
             return self.char_backbone
+        if self.char_encoder == DEFAULT and default_dir:
+            return default_dir
         encoder = default if self.char_encoder == DEFAULT else self.char_encoder
-        return str(backbones_dir / f"canine-{encoder}")
+        return str(backbones_dir / ENCODER_DIRS[encoder])
 
 
 def load_variants(path: Path = HERE / "variants.yml") -> Dict[str, Variant]:
@@ -71,7 +85,16 @@ def load_variants(path: Path = HERE / "variants.yml") -> Dict[str, Variant]:
     out: Dict[str, Variant] = {}
     for name, spec in raw.items():
         spec = dict(spec or {})
-        unknown = set(spec) - {"config", "char_encoder", "side", "augment", "char_backbone", "subword_backbone", "component"}
+        unknown = set(spec) - {
+            "config",
+            "char_encoder",
+            "side",
+            "augment",
+            "char_backbone",
+            "subword_backbone",
+            "component",
+            "side_key",
+        }
         if unknown:
             raise ValueError(f"{path}: variant {name!r}: unknown keys {sorted(unknown)}")
         if "config" not in spec:
@@ -123,14 +146,27 @@ def train_command(
     aug_level: float,
     aug_rate: float,
     extra: Sequence[str] = (),
+    char_dir: Optional[str] = None,
+    overrides: Sequence[str] = (),
 ) -> List[str]:
-    """The `spacy train` command line of one seed of one variant."""
+    """The `spacy train` command line of one seed of one variant: `overrides` (KEY=VALUE)
+    for every variant, `extra` for the entangle variants only."""
     cmd = [
-        sys.executable, "-m", "spacy", "train", str(configs_dir / variant.config),
-        "--output", str(output),
-        "--paths.train", str(corpus_dir / "train.spacy"), "--paths.dev", str(corpus_dir / "dev.spacy"),
-        "--paths.subword_backbone", variant.subword_backbone or str(subword_dir),
-        "--system.seed", str(seed),
+        sys.executable,
+        "-m",
+        "spacy",
+        "train",
+        str(configs_dir / variant.config),
+        "--output",
+        str(output),
+        "--paths.train",
+        str(corpus_dir / "train.spacy"),
+        "--paths.dev",
+        str(corpus_dir / "dev.spacy"),
+        "--paths.subword_backbone",
+        variant.subword_backbone or str(subword_dir),
+        "--system.seed",
+        str(seed),
     ]
     if max_steps is not None:  # the learning-rate schedule ends with the budget
         cmd += ["--training.max_steps", str(max_steps), "--training.optimizer.learn_rate.total_steps", str(max_steps)]
@@ -138,13 +174,18 @@ def train_command(
         cmd += ["--training.eval_frequency", str(eval_frequency)]
     cmd += ["--gpu-id", str(gpu_id)]
     if variant.is_entangle:
-        cmd += ["--paths.char_backbone", variant.char_dir(backbones_dir, char_encoder)]
+        cmd += ["--paths.char_backbone", variant.char_dir(backbones_dir, char_encoder, char_dir)]
         if n_coattention is not None:
             cmd += ["--components.entangle.model.n_coattention", str(n_coattention)]
-        cmd += [f"--components.{variant.component}.model.tok2vec.side", variant.side]
+        cmd += [f"--components.{variant.component}.{variant.side_key}", variant.side]
     if variant.augment:
         augmenter = {"@augmenters": "spacy-entangle.char_noise_augmenter.v1", "level": aug_level, "rate": aug_rate}
         cmd += ["--corpora.train.augmenter", json.dumps(augmenter)]
+    for override in overrides:
+        key, sep, value = override.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"variants.py: --override takes KEY=VALUE, got {override!r}")
+        cmd += [f"--{key}", value]
     # the extra overrides (ENTANGLE_TRAIN_ARGS) are entangle settings: not for the baseline
     return cmd + (list(extra) if variant.is_entangle else [])
 
@@ -178,7 +219,7 @@ def parse_seeds(text: str) -> List[int]:
     try:
         seeds = [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
-        raise SystemExit(f"variants.py: --seeds takes integers separated by commas, got {text!r}")
+        raise SystemExit(f"variants.py: --seeds takes integers separated by commas, got {text!r}") from None
     if not seeds:
         raise SystemExit("variants.py: --seeds names no seed")
     return seeds
@@ -193,16 +234,27 @@ def run_seeds(args: argparse.Namespace, variants: Dict[str, Variant], extra: Seq
     timed = Path(__file__).resolve().parent / "timed.py"
     for name in args.names:
         for seed in parse_seeds(args.seeds):
-            model_dir = args.training_dir / name / f"seed{seed}"
+            model_dir = trained_pipeline(args.training_dir, name, seed).parent
             outputs = {key: metrics_path(args.metrics_dir, name, seed, key) for key in sets}
             time_path = metrics_path(args.metrics_dir, name, seed, "train_time")
             cmd = train_command(
-                variants[name], seed, output=model_dir, corpus_dir=args.corpus_dir,
-                configs_dir=args.configs_dir, backbones_dir=args.backbones_dir,
-                subword_dir=args.subword_dir, char_encoder=args.char_encoder,
-                max_steps=args.max_steps, eval_frequency=args.eval_frequency,
-                n_coattention=args.n_coattention, gpu_id=args.gpu_id,
-                aug_level=args.aug_level, aug_rate=args.aug_rate, extra=extra,
+                variants[name],
+                seed,
+                output=model_dir,
+                corpus_dir=args.corpus_dir,
+                configs_dir=args.configs_dir,
+                backbones_dir=args.backbones_dir,
+                subword_dir=args.subword_dir,
+                char_encoder=args.char_encoder,
+                max_steps=args.max_steps,
+                eval_frequency=args.eval_frequency,
+                n_coattention=args.n_coattention,
+                gpu_id=args.gpu_id,
+                aug_level=args.aug_level,
+                aug_rate=args.aug_rate,
+                extra=extra,
+                char_dir=args.char_dir,
+                overrides=args.override,
             )
             trained = (model_dir / "model-best").exists() and (
                 not train or (not args.force and same_command(time_path, cmd))
@@ -212,7 +264,8 @@ def run_seeds(args: argparse.Namespace, variants: Dict[str, Variant], extra: Seq
                 continue
             # what is missing; `evaluate` also redoes the noisy copies (they may have been remade)
             todo = {
-                key: sets[key] for key, path in outputs.items()
+                key: sets[key]
+                for key, path in outputs.items()
                 if not path.exists() or args.force or (not train and key.startswith("dev_noise"))
             }
             if trained and not todo:
@@ -233,12 +286,42 @@ def run_seeds(args: argparse.Namespace, variants: Dict[str, Variant], extra: Seq
     return 0
 
 
+def train_one(args: argparse.Namespace, variants: Dict[str, Variant], extra: Sequence[str]) -> int:
+    """`train-one`: one variant, one seed, into --output; timed into --time when given."""
+    (name,) = args.names
+    cmd = train_command(
+        variants[name],
+        args.seed,
+        output=args.output,
+        corpus_dir=args.corpus_dir,
+        configs_dir=args.configs_dir,
+        backbones_dir=args.backbones_dir,
+        subword_dir=args.subword_dir,
+        char_encoder=args.char_encoder,
+        char_dir=args.char_dir,
+        max_steps=args.max_steps,
+        eval_frequency=args.eval_frequency,
+        n_coattention=args.n_coattention,
+        gpu_id=args.gpu_id,
+        aug_level=args.aug_level,
+        aug_rate=args.aug_rate,
+        overrides=args.override,
+        extra=extra,
+    )
+    print(f"ℹ {name}: {' '.join(cmd[1:])}", flush=True)
+    if args.dry_run:
+        return 0
+    if args.time is not None:
+        cmd = [sys.executable, str(Path(__file__).resolve().parent / "timed.py"), str(args.time), "--", *cmd]
+    return subprocess.run(cmd).returncode
+
+
 def load_rows(metrics_dir: Path, names: Sequence[str]) -> List[Dict]:
     """Per variant with metrics: its seeds' dev/test/noisy scores and training times."""
     rows = []
     for name in names:
         seeds = sorted(
-            int(p.name[len("seed"): -len("_dev.json")]) for p in (metrics_dir / name).glob("seed*_dev.json")
+            int(p.name[len("seed") : -len("_dev.json")]) for p in (metrics_dir / name).glob("seed*_dev.json")
         )
         if not seeds:
             continue
@@ -248,7 +331,7 @@ def load_rows(metrics_dir: Path, names: Sequence[str]) -> List[Dict]:
             run["test"] = read_json(metrics_path(metrics_dir, name, seed, "test"))
             run["time"] = read_json(metrics_path(metrics_dir, name, seed, "train_time"))
             run["noisy"] = {
-                p.name[len(f"seed{seed}_dev_noise"): -len(".json")]: read_json(p)
+                p.name[len(f"seed{seed}_dev_noise") : -len(".json")]: read_json(p)
                 for p in (metrics_dir / name).glob(f"seed{seed}_dev_noise*.json")
             }
             runs.append(run)
@@ -288,7 +371,10 @@ def make_table(rows: List[Dict], speed: Optional[dict], reference: str = "baseli
         runs = row["runs"]
         devs = [r["dev"] for r in runs]
         cells = [row["name"], str(len(runs)), fmt_mean_spread(_f1s(runs, "dev"))]
-        cells += [pct(mean_spread([score(d, "p") for d in devs])[0]), pct(mean_spread([score(d, "r") for d in devs])[0])]
+        cells += [
+            pct(mean_spread([score(d, "p") for d in devs])[0]),
+            pct(mean_spread([score(d, "r") for d in devs])[0]),
+        ]
         cells.append(" / ".join(pct(score(r["dev"])) for r in runs))
         for rate in rates:
             drops = _drops(runs, rate)
@@ -363,7 +449,7 @@ def compare(args: argparse.Namespace, variants: Dict[str, Variant]) -> int:
     rows = load_rows(args.metrics_dir, args.names or list(variants))
     if not rows:
         raise SystemExit(f"variants.py: no metrics in {args.metrics_dir}/<variant>/ (train a variant first)")
-    # benchmarks/speed.py --pipelines/--trained: the side-by-side part
+    # benchmarks/speed_compare.py: the side-by-side part
     speed = (read_json(args.speed or args.metrics_dir / "speed.json") or {}).get("pipelines")
     write_report(args.output or args.metrics_dir / "compare.md", make_table(rows, speed, args.reference))
     if not args.no_plot:
@@ -373,19 +459,48 @@ def compare(args: argparse.Namespace, variants: Dict[str, Variant]) -> int:
     return 0
 
 
+def trained_pipeline(training_dir: Path, name: str, seed: int) -> Path:
+    """Where `train` leaves a variant's pipeline: training/NAME/seedN/model-best."""
+    return training_dir / name / f"seed{seed}" / "model-best"
+
+
+def pipelines(args: argparse.Namespace, variants: Dict[str, Variant]) -> int:
+    """One NAME=DIR line per variant (trained or not), for benchmarks/speed_compare.py
+    --pipelines @FILE: the benchmark is told the paths, it knows no folder layout."""
+    lines = [f"{name}={trained_pipeline(args.training_dir, name, args.seed)}" for name in args.names or variants]
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text("".join(line + "\n" for line in lines), encoding="utf8")
+    print(f"✔ saved {args.output} ({len(lines)} pipelines)")
+    return 0
+
+
 def parse_args(argv: List[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for command in ("train", "evaluate"):
+    for command in ("train", "evaluate", "train-one"):
         t = sub.add_parser(command)
-        t.add_argument("names", nargs="+")
-        t.add_argument("--seeds", default="0,1,2")
-        t.add_argument("--noisy", action="append", type=Path, default=[], help="a dev copy named *_noiseRATE.spacy")
+        if command == "train-one":
+            t.add_argument("names", nargs=1, metavar="NAME")
+            t.add_argument("--output", type=Path, required=True, help="the `spacy train` output folder")
+            t.add_argument("--time", type=Path, default=None, help="record the wall-clock time here (timed.py)")
+            t.add_argument("--seed", type=int, default=0)
+        else:
+            t.add_argument("names", nargs="+")
+            t.add_argument("--seeds", default="0,1,2")
+            t.add_argument("--noisy", action="append", type=Path, default=[], help="a dev copy named *_noiseRATE.spacy")
+            t.add_argument("--training-dir", type=Path, default=Path("training"))
+            t.add_argument("--metrics-dir", type=Path, default=Path("metrics"))
         t.add_argument("--gpu-id", type=int, default=-1)
         t.add_argument("--threads", type=int, default=None, help="OMP_NUM_THREADS of training and evaluation")
         t.add_argument("--corpus-dir", type=Path, default=Path("corpus"))
-        t.add_argument("--training-dir", type=Path, default=Path("training"))
-        t.add_argument("--metrics-dir", type=Path, default=Path("metrics"))
+        t.add_argument("--char-dir", default=None, help="the char backbone of char_encoder: default variants")
+        t.add_argument(
+            "--override",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="a `spacy train` override for every variant (repeatable)",
+        )
         t.add_argument("--dry-run", action="store_true", help="print the training commands, run nothing")
         t.add_argument("--char-encoder", default="masked", choices=ENCODERS, help="for char_encoder: default")
         t.add_argument("--max-steps", type=int, default=None, help="default: the config's")
@@ -405,6 +520,11 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     c.add_argument("--output", type=Path, default=None, help="default: METRICS_DIR/compare.md")
     c.add_argument("--plot", type=Path, default=None, help="default: METRICS_DIR/compare.png")
     c.add_argument("--no-plot", action="store_true")
+    ps = sub.add_parser("pipelines")
+    ps.add_argument("names", nargs="*", help="variants in order (default: all of variants.yml)")
+    ps.add_argument("--seed", type=int, default=0)
+    ps.add_argument("--training-dir", type=Path, default=Path("training"))
+    ps.add_argument("--output", type=Path, required=True, help="NAME=DIR lines (speed_compare.py --pipelines @FILE)")
     for sp in (*sub.choices.values(),):
         sp.add_argument("--variants", type=Path, default=HERE / "variants.yml")
     return p.parse_args(argv)
@@ -415,7 +535,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     extra: List[str] = []
     if "--" in argv:  # extra `spacy train` overrides, passed through
         cut = argv.index("--")
-        argv, extra = argv[:cut], argv[cut + 1:]
+        argv, extra = argv[:cut], argv[cut + 1 :]
     args = parse_args(argv)
     variants = load_variants(args.variants)
     unknown = [n for n in args.names if n not in variants]
@@ -423,8 +543,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         raise SystemExit(f"variants.py: no variant {unknown} in {args.variants} (known: {', '.join(variants)})")
     if args.command == "compare":
         return compare(args, variants)
+    if args.command == "pipelines":
+        return pipelines(args, variants)
     if args.threads:  # before torch is imported: the evaluation here and the training runs
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    if args.command == "train-one":
+        return train_one(args, variants, extra)
     return run_seeds(args, variants, extra, train=args.command == "train")
 
 

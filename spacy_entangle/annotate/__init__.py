@@ -7,12 +7,16 @@ Inputs are cut into fixed shards (readers), each shard is annotated by an engine
 `nlp.pipe` or Ray Data actors) and written atomically, and the manifest records finished shards
 (shards), so a re-run with the same arguments resumes where the last one stopped.
 """
+
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 
 from .readers import expand_inputs, plan_shards
 from .shards import ERRORS, MANIFEST, Manifest, remove_stale_temp_files
+
+if TYPE_CHECKING:  # spaCy is imported where a pipeline is loaded
+    from spacy.language import Language
 
 ENGINES = ("local", "ray")
 FORMATS = ("jsonl", "spacy")
@@ -67,12 +71,22 @@ def annotate(
     manifest = Manifest.open(output_dir, _run_key(pipeline, files, fmt, text_key, shard_size))
     remove_stale_temp_files(output_dir, specs)
     pending = [spec for spec in specs if not manifest.is_done(spec)]
-    options = dict(fmt=fmt, text_key=text_key, on_result=manifest.record, batch_size=batch_size, progress=progress)
+    options: Dict[str, Any] = dict(
+        fmt=fmt, text_key=text_key, on_result=manifest.record, batch_size=batch_size, progress=progress
+    )
     if engine == "ray":
         from .engines import run_ray
 
-        run_ray(pipeline, pending, output_dir, address=address, num_workers=num_workers,
-                cpus_per_worker=cpus_per_worker, gpus_per_worker=gpus_per_worker, **options)
+        run_ray(
+            pipeline,
+            pending,
+            output_dir,
+            address=address,
+            num_workers=num_workers,
+            cpus_per_worker=cpus_per_worker,
+            gpus_per_worker=gpus_per_worker,
+            **options,
+        )
     elif pending:
         from .engines import run_local
 
@@ -81,8 +95,16 @@ def annotate(
     return Summary(docs_in, docs_out, errors, len(pending), len(specs) - len(pending), output_dir)
 
 
-def _check_options(engine: str, fmt: str, shard_size: int, batch_size: Optional[int], n_process: int,
-                   num_workers: Optional[int], cpus_per_worker: float, gpus_per_worker: float) -> None:
+def _check_options(
+    engine: str,
+    fmt: str,
+    shard_size: int,
+    batch_size: Optional[int],
+    n_process: int,
+    num_workers: Optional[int],
+    cpus_per_worker: float,
+    gpus_per_worker: float,
+) -> None:
     checks = [
         (engine in ENGINES, f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}"),
         (fmt in FORMATS, f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}"),
@@ -116,12 +138,14 @@ def _run_key(pipeline: str, files: List[Path], fmt: str, text_key: str, shard_si
     return {"pipeline": pipeline, "format": fmt, "text_key": text_key, "shard_size": shard_size, "inputs": inputs}
 
 
-def _load(pipeline: str, gpu_id: int):
+def _load(pipeline: str, gpu_id: int) -> "Language":
     import spacy
+
+    from .engines import for_bulk
 
     if gpu_id >= 0:
         spacy.require_gpu(gpu_id)
-    return spacy.load(pipeline)
+    return for_bulk(spacy.load(pipeline))
 
 
 __all__ = ["annotate", "Summary"]

@@ -8,6 +8,7 @@ it with `write_shard`, so they give the same bytes:
   driver only records finished shards in the manifest. Ray's own `read_text`/`read_json` stop
   at the first bad line and carry no line numbers, which resuming and the errors report need.
 """
+
 import json
 import logging
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.util import raise_error
 
+from ..pipeline.entangle import Entangle, release_states
 from .readers import InputError, Record, ShardSpec, read_shard
 from .shards import write_shard
 
@@ -44,9 +46,22 @@ class _ShardState:
 
     def fail(self, record: Record, e: Exception) -> None:
         self.errors[record.pos] = {
-            "source": self.spec.path, "line": self.spec.start + record.pos + 1, "id": record.id,
+            "source": self.spec.path,
+            "line": self.spec.start + record.pos + 1,
+            "id": record.id,
             "reason": f"{type(e).__name__}: {e}",
         }
+
+
+def for_bulk(nlp: Language) -> Language:
+    """Bulk annotation keeps and ships only annotations: every `entangle` component stores
+    no states in the docs (store_output, store_attention off, whatever the pipeline was
+    saved with); what a listener has not read is dropped as each doc comes back."""
+    for _, proc in nlp.components:
+        if isinstance(proc, Entangle):
+            proc.cfg["store_output"] = False
+            proc.store_attention = False
+    return nlp
 
 
 def _skip_batch(proc_name: Any, proc: Any, docs: Any, e: Exception) -> None:
@@ -94,16 +109,23 @@ class _Feed:
 
 
 def annotate_shards(
-    nlp: Language, specs: Sequence[ShardSpec], *, text_key: str = "text", batch_size: Optional[int] = None, n_process: int = 1
+    nlp: Language,
+    specs: Sequence[ShardSpec],
+    *,
+    text_key: str = "text",
+    batch_size: Optional[int] = None,
+    n_process: int = 1,
 ) -> Iterator[ShardOutput]:
     """Annotate the shards in one `nlp.pipe` stream; yields each shard once all its docs are back.
 
     A batch that raises in a component is lost from the stream, which restarts on the rest of
     the input; `_finish` retries that batch's docs alone, so only the doc that raises is an error."""
-    states = [_ShardState(spec) for spec in specs]
+    # a finished shard's state is dropped (None): its docs leave with it
+    states: List[Optional[_ShardState]] = [_ShardState(spec) for spec in specs]
 
     def docs() -> Iterator[Tuple[Doc, Tuple[int, int]]]:
-        for i, state in enumerate(states):
+        for i, maybe_state in enumerate(states):
+            state = _in_flight(maybe_state)
             for item in read_shard(state.spec, text_key):
                 if isinstance(item, InputError):
                     state.errors[item.pos] = item.to_json()
@@ -124,14 +146,25 @@ def annotate_shards(
             try:
                 for doc, (i, pos) in nlp.pipe(feed, as_tuples=True, batch_size=batch_size, n_process=n_process):
                     while finished < i:  # docs come back in order: earlier shards are complete
-                        yield _finish(nlp, states[finished])
+                        yield _finish(nlp, _in_flight(states[finished]))
+                        states[finished] = None  # its docs leave with it
                         finished += 1
-                    states[i].docs[pos] = doc
+                    release_states(nlp, [doc])
+                    _in_flight(states[i]).docs[pos] = doc
             except Exception:
                 if feed.error is not None or feed.pulled == pulled:
                     raise  # the input itself failed, or nothing can progress
-    for state in states[finished:]:
-        yield _finish(nlp, state)
+    for index in range(finished, len(states)):
+        yield _finish(nlp, _in_flight(states[index]))
+        states[index] = None
+
+
+def _in_flight(state: Optional[_ShardState]) -> _ShardState:
+    """A shard's state while its docs are read or come back: never a finished one's (docs
+    come back in order, and the reader is ahead of them)."""
+    if state is None:
+        raise RuntimeError("annotate: a doc of a shard already written came back")
+    return state
 
 
 def _finish(nlp: Language, state: _ShardState) -> ShardOutput:
@@ -141,6 +174,7 @@ def _finish(nlp: Language, state: _ShardState) -> ShardOutput:
             if pos not in state.docs and pos not in state.errors:
                 try:
                     state.docs[pos] = nlp(record.text)
+                    release_states(nlp, [state.docs[pos]])
                 except Exception as e:  # noqa: BLE001 - any failure is this doc's error
                     state.fail(record, e)
     docs = [(state.records[pos].id, state.docs[pos]) for pos in sorted(state.docs)]
@@ -173,14 +207,16 @@ def run_local(
 class ShardAnnotator:
     """Ray Data callable class: loads the pipeline once per actor, annotates and writes shards."""
 
-    def __init__(self, pipeline: str, output_dir: str, fmt: str, text_key: str, batch_size: Optional[int], use_gpu: bool):
+    def __init__(
+        self, pipeline: str, output_dir: str, fmt: str, text_key: str, batch_size: Optional[int], use_gpu: bool
+    ):
         import spacy
 
         import spacy_entangle  # noqa: F401 - registers the factories in the worker
 
         if use_gpu:
             spacy.require_gpu()
-        self.nlp = spacy.load(pipeline)
+        self.nlp = for_bulk(spacy.load(pipeline))
         self.output_dir = Path(output_dir)
         self.fmt, self.text_key, self.batch_size = fmt, text_key, batch_size
 
@@ -211,7 +247,11 @@ def run_ray(
     progress: bool = True,
 ) -> None:
     """A pool of `num_workers` actors (each `cpus_per_worker` CPUs, `gpus_per_worker` GPUs) on
-    the cluster at `address` (None: a local one), one shard per call."""
+    the cluster at `address` (None: a local one), one shard per call. A worker that dies is
+    not restarted (max_restarts = 0): the run fails and a re-run resumes from the manifest.
+    Ray Data's default (endless restarts of actors whose constructor arguments live in the
+    object store) makes Ray's core worker log an error-level line on every normal run, and
+    can retry a shard that kills its worker without end."""
     if not specs:
         return  # nothing left to do: no cluster to start
     ray = _init_ray(address)
@@ -223,13 +263,18 @@ def run_ray(
     dataset = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
         ShardAnnotator,
         fn_constructor_kwargs=dict(
-            pipeline=pipeline, output_dir=str(Path(output_dir).resolve()), fmt=fmt, text_key=text_key,
-            batch_size=batch_size, use_gpu=gpus_per_worker > 0,
+            pipeline=pipeline,
+            output_dir=str(Path(output_dir).resolve()),
+            fmt=fmt,
+            text_key=text_key,
+            batch_size=batch_size,
+            use_gpu=gpus_per_worker > 0,
         ),
         batch_size=1,
         compute=ray.data.ActorPoolStrategy(size=n, max_tasks_in_flight_per_actor=1),
         num_cpus=cpus_per_worker,
         num_gpus=gpus_per_worker or None,
+        max_restarts=0,
     )
     for row in dataset.iter_rows():
         on_result(json.loads(row["result"]))
@@ -243,7 +288,7 @@ def _init_ray(address: Optional[str]) -> Any:
     except ImportError:
         raise ValueError("--engine ray needs Ray: pip install 'spacy-entangle[ray]'") from None
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     return ray
 
 
@@ -261,5 +306,7 @@ def _pool_size(ray: Any, num_workers: Optional[int], cpus: float, gpus: float) -
     if num_workers is None:
         return fit
     if num_workers > fit:
-        raise ValueError(f"--num-workers {num_workers} does not fit the Ray cluster: at most {fit} of {cpus:g} CPUs and {gpus:g} GPUs each")
+        raise ValueError(
+            f"--num-workers {num_workers} does not fit the Ray cluster: at most {fit} of {cpus:g} CPUs and {gpus:g} GPUs each"
+        )
     return num_workers

@@ -5,6 +5,7 @@ so the same inputs always give the same shards: that is what makes a re-run resu
 local and Ray engines write the same files. Reading never raises on bad input: an undecodable
 line, bad JSON or a missing text becomes an `InputError` with its source and reason.
 """
+
 import glob
 import hashlib
 import json
@@ -100,7 +101,9 @@ def plan_shards(files: Sequence[Path], shard_size: int) -> List[ShardSpec]:
             bounds = _line_bounds(path, shard_size)
         prefix = _shard_prefix(path)
         for k, (start, size, byte_start, byte_end) in enumerate(bounds):
-            specs.append(ShardSpec(f"{prefix}-{k:05d}", str(path), str(path.resolve()), fmt, start, size, byte_start, byte_end))
+            specs.append(
+                ShardSpec(f"{prefix}-{k:05d}", str(path), str(path.resolve()), fmt, start, size, byte_start, byte_end)
+            )
     return specs
 
 
@@ -181,7 +184,9 @@ def _make_record(spec: ShardSpec, pos: int, line: int, text: Any, id_: Any, text
     if text is None:
         return InputError(pos, spec.path, line, f"no text under key {text_key!r}")
     if not isinstance(text, str):
-        return InputError(pos, spec.path, line, f"text under key {text_key!r} is not a string but {type(text).__name__}")
+        return InputError(
+            pos, spec.path, line, f"text under key {text_key!r} is not a string but {type(text).__name__}"
+        )
     return Record(pos, f"{spec.path}:{line}" if id_ is None else id_, text)
 
 
@@ -192,7 +197,9 @@ def _read_parquet(spec: ShardSpec, text_key: str) -> Iterator[Union[Record, Inpu
     names = pf.schema_arrow.names
     if text_key not in names:
         for pos in range(spec.size):
-            yield InputError(pos, spec.path, spec.start + pos + 1, f"no column {text_key!r} (columns: {', '.join(names)})")
+            yield InputError(
+                pos, spec.path, spec.start + pos + 1, f"no column {text_key!r} (columns: {', '.join(names)})"
+            )
         return
     columns = [text_key] + (["id"] if "id" in names and text_key != "id" else [])
     meta = pf.metadata

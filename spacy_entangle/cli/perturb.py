@@ -1,6 +1,7 @@
 """`python -m spacy_entangle perturb IN.spacy OUT.spacy --rate R --seed S`: a noisy copy of
 a corpus (CharBERT's character attacks; the work is `spacy_entangle.noise.perturb_corpus`),
 annotations kept."""
+
 from pathlib import Path
 
 import typer
@@ -11,13 +12,15 @@ from ._app import app, cli_errors
 
 @app.command("perturb")
 def perturb_cli(
-    # fmt: off
     input_path: Path = typer.Argument(..., help="Input .spacy corpus (DocBin)", dir_okay=False),
-    output_path: Path = typer.Argument(..., help="Output .spacy corpus, the same docs with noisy words", dir_okay=False),
+    output_path: Path = typer.Argument(
+        ..., help="Output .spacy corpus, the same docs with noisy words", dir_okay=False
+    ),
     rate: float = typer.Option(..., "--rate", "-r", help="Probability that a word of 4+ characters is attacked"),
     seed: int = typer.Option(0, "--seed", "-s", help="Random seed (same seed, same output)"),
-    attacks: str = typer.Option(",".join(ATTACKS), "--attacks", "-a", help="Comma-separated subset of drop,add,swap,keyboard"),
-    # fmt: on
+    attacks: str = typer.Option(
+        ",".join(ATTACKS), "--attacks", "-a", help="Comma-separated subset of drop,add,swap,keyboard"
+    ),
 ) -> None:
     """Apply character noise to every doc of a .spacy corpus, keeping entities, tags and cats."""
     with cli_errors("perturb", f"{input_path} -> {output_path}"):

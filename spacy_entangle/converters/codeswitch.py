@@ -35,6 +35,7 @@ The ids of each split are written to OUT_DIR/splits.json.
 
     python -m spacy_entangle convert-codeswitch mixed_annotated.txt corpus --dev-frac 0.2 --test-frac 0.2
 """
+
 import difflib
 import hashlib
 import json
@@ -44,8 +45,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from spacy.tokens import Doc
+from spacy.vocab import Vocab
 
-from ..pipeline.char_tagger import install_extensions
+from ..pipeline.char_tags import install_extensions
 from .io import FormatError, get_vocab, read_lines, write_bytes_atomic, write_docbin_atomic
 
 MIXED = "MIXED"
@@ -108,8 +110,7 @@ class CodeswitchStats:
         labels = ", ".join(f"{k} {v}" for k, v in self.chars.most_common())
         rules = ", ".join(f"{k} {v}" for k, v in sorted(self.alignment.items()))
         splits = ", ".join(
-            f"{name} {self.split_posts.get(name, 0)} ({self.split_mixed.get(name, 0)} MIXED words)"
-            for name in SPLITS
+            f"{name} {self.split_posts.get(name, 0)} ({self.split_mixed.get(name, 0)} MIXED words)" for name in SPLITS
         )
         return (
             f"{self.posts} posts, {self.words} words ({self.mixed_words} MIXED: {rules or 'none'}), "
@@ -140,9 +141,7 @@ def read_codeswitch(
         current = None
         fields = line.split("\t")
         if len(fields) < 3:
-            raise CodeswitchFormatError(
-                path, lineno, f"expected POST_ID<TAB>TOKEN<TAB>LABEL, got {line!r}"
-            )
+            raise CodeswitchFormatError(path, lineno, f"expected POST_ID<TAB>TOKEN<TAB>LABEL, got {line!r}")
         post_id, token = fields[0].strip(), fields[1].strip()
         rest = [x.strip() for x in fields[2:] if x.strip()]
         if not post_id.isdigit():
@@ -239,14 +238,18 @@ def mixed_char_labels(raw: str, pieces: Sequence[Tuple[str, Optional[str]]]) -> 
         if op in ("equal", "replace"):
             for j in range(j1, j2):
                 got[j] = owner[min(i1 + (j - j1), i2 - 1)]
-    known = [j for j, g in enumerate(got) if g is not None]
+    known = {j: g for j, g in enumerate(got) if g is not None}
     if not known:
         return [None] * len(text), "fuzzy"
-    for j in range(len(text)):
-        if got[j] is None:
-            nearest = min(known, key=lambda k: (abs(k - j), k))
-            got[j] = got[nearest]
-    return [labels[g] for g in got], "fuzzy"
+    return [labels[_nearest_owner(known, j)] for j in range(len(text))], "fuzzy"
+
+
+def _nearest_owner(known: Dict[int, int], j: int) -> int:
+    """The piece that owns character j, or else the owner of the nearest character with one
+    (the earlier on a tie)."""
+    if j in known:
+        return known[j]
+    return known[min(known, key=lambda k: (abs(k - j), k))]
 
 
 def word_char_labels(word: Word, stats: Optional[CodeswitchStats] = None) -> List[Optional[str]]:
@@ -263,7 +266,7 @@ def word_char_labels(word: Word, stats: Optional[CodeswitchStats] = None) -> Lis
     return [None if c.isspace() else lab for c, lab in zip(text, labels)]
 
 
-def post_to_doc(post: Post, vocab, *, word_tags: bool = True, stats: Optional[CodeswitchStats] = None) -> Doc:
+def post_to_doc(post: Post, vocab: Vocab, *, word_tags: bool = True, stats: Optional[CodeswitchStats] = None) -> Doc:
     """One Doc: the words (without `|`) joined by single spaces; doc._.char_tags."""
     install_extensions()
     words = [w.text for w in post.words]
@@ -294,12 +297,14 @@ def split_posts(posts: Sequence[Post], dev_frac: float, test_frac: float, seed: 
     """Deterministic split by post id, stratified by 'has a MIXED word' (module docstring).
     Each split keeps the file order."""
     if dev_frac < 0 or test_frac < 0 or dev_frac + test_frac >= 1:
-        raise ValueError(f"need dev_frac >= 0, test_frac >= 0 and dev_frac + test_frac < 1 (got {dev_frac}, {test_frac})")
+        raise ValueError(
+            f"need dev_frac >= 0, test_frac >= 0 and dev_frac + test_frac < 1 (got {dev_frac}, {test_frac})"
+        )
     order = {id(p): i for i, p in enumerate(posts)}
     out: Dict[str, List[Post]] = {name: [] for name in SPLITS}
     for stratum in (True, False):
         group = [p for p in posts if p.has_mixed == stratum]
-        group.sort(key=lambda p: hashlib.sha256(f"{seed}:{p.post_id}".encode("utf8")).hexdigest())
+        group.sort(key=lambda p: hashlib.sha256(f"{seed}:{p.post_id}".encode()).hexdigest())
         n_test = int(round(len(group) * test_frac))
         n_dev = int(round(len(group) * dev_frac))
         out["test"].extend(group[:n_test])
@@ -333,7 +338,9 @@ def convert_codeswitch(
     vocab = get_vocab(lang)
     posts = read_codeswitch(input_path, strict=strict, stats=stats)
     splits = split_posts(posts, dev_frac, test_frac, seed)  # validate before writing anything
-    docs = {name: [post_to_doc(p, vocab, word_tags=word_tags, stats=stats) for p in group] for name, group in splits.items()}
+    docs = {
+        name: [post_to_doc(p, vocab, word_tags=word_tags, stats=stats) for p in group] for name, group in splits.items()
+    }
     stats.posts = len(posts)
     output_dir.mkdir(parents=True, exist_ok=True)
     for name in SPLITS:

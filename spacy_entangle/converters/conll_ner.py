@@ -9,6 +9,7 @@ its entities read from the BIO tags with spaCy's own ``iob_to_biluo`` + ``biluo_
 
     python -m spacy_entangle convert train.conll corpus/train.spacy --lang en  (cli/convert.py)
 """
+
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -21,7 +22,6 @@ from spacy.training import biluo_tags_to_spans, iob_to_biluo
 from spacy.vocab import Vocab
 
 from .io import FormatError, get_vocab, read_lines, write_docbin_atomic
-
 
 
 class ConllFormatError(FormatError):
@@ -56,10 +56,7 @@ class ConvertStats:
         n_ents = sum(self.entities.values())
         per_label = ", ".join(f"{label} {n}" for label, n in sorted(self.entities.items()))
         repaired = f"; {self.repaired} orphan I- tag(s) read as B-" if self.repaired else ""
-        return (
-            f"{self.docs} docs, {self.tokens} tokens, {n_ents} entities"
-            f" ({per_label or 'none'}){repaired}"
-        )
+        return f"{self.docs} docs, {self.tokens} tokens, {n_ents} entities ({per_label or 'none'}){repaired}"
 
 
 def _split_fields(line: str, sep: str) -> List[str]:
@@ -96,16 +93,12 @@ def read_conll(
         fields = _split_fields(line, sep)
         if len(fields) < 2 or not fields[-1].strip():
             expected = "TOKEN<TAB>TAG" if sep == "tab" else "TOKEN TAG"
-            raise ConllFormatError(
-                path, lineno, f"no tag column (expected {expected}), got {line!r}"
-            )
+            raise ConllFormatError(path, lineno, f"no tag column (expected {expected}), got {line!r}")
         word, tag = fields[0], fields[-1].strip()
         if word == "":
             raise ConllFormatError(path, lineno, f"empty token in {line!r}")
         if not TAG_RE.match(tag):
-            raise ConllFormatError(
-                path, lineno, f"invalid tag {tag!r} (expected O, B-LABEL or I-LABEL)"
-            )
+            raise ConllFormatError(path, lineno, f"invalid tag {tag!r} (expected O, B-LABEL or I-LABEL)")
         prev = current.tags[-1] if current.tags else "O"
         if tag.startswith("I-") and prev[2:] != tag[2:]:
             if not repair_iob:

@@ -23,6 +23,7 @@ character encoder reads the raw tweet:
 
     python -m spacy_entangle convert-conllu en-ud-tweet-train.conllu corpus/train.spacy --tag upos
 """
+
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -113,10 +114,7 @@ class ConlluStats:
             extra.append(f"{self.multiword_merged} multiword tokens kept whole (unannotated)")
         if self.empty_nodes:
             extra.append(f"{self.empty_nodes} empty nodes skipped")
-        return (
-            f"{self.docs} docs, {self.words} words, {len(self.upos)} UPOS labels"
-            + "".join(f"; {e}" for e in extra)
-        )
+        return f"{self.docs} docs, {self.words} words, {len(self.upos)} UPOS labels" + "".join(f"; {e}" for e in extra)
 
 
 def _value(field_: str) -> Optional[str]:
@@ -306,7 +304,7 @@ def conllu_to_docs(
             if word.lemma is not None:
                 token.lemma_ = word.lemma
             if word.feats is not None:
-                token.set_morph(word.feats)
+                token.set_morph(word.feats)  # type: ignore[attr-defined]  # public API, missing from spaCy's token.pyi
         for unit in sent.units:
             if unit.multiword:
                 if unit.splits:

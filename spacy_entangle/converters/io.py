@@ -1,5 +1,6 @@
 """What every converter shares: reading UTF-8 text with FILE:LINE errors, one format-error
 base, the vocab to make Docs with, and atomic writers (no half-written output on failure)."""
+
 import os
 import uuid
 from pathlib import Path

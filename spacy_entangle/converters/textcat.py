@@ -12,6 +12,7 @@ label id the mapping does not hold, a malformed or duplicated mapping entry.
 
     python -m spacy_entangle convert-textcat train_text.txt train_labels.txt mapping.txt corpus/train.spacy
 """
+
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,14 +79,14 @@ def textcat_to_docs(
     labels = list(read_lines(labels_path, TextcatFormatError))
     if len(texts) != len(labels):
         raise TextcatFormatError(
-            labels_path, None,
+            labels_path,
+            None,
             f"{len(labels)} label lines but {text_path} has {len(texts)} text lines (they must align by line)",
         )
     if not texts:
         raise TextcatFormatError(text_path, None, "no lines found (empty output)")
-    if callable(getattr(nlp_vocab_or_lang, "make_doc", None)):  # a Language: its own tokenizer
-        make_doc = nlp_vocab_or_lang.make_doc
-    else:  # a language code or a Vocab: that language's default tokenizer on the vocab
+    make_doc = getattr(nlp_vocab_or_lang, "make_doc", None)  # a Language: its own tokenizer
+    if not callable(make_doc):  # a language code or a Vocab: that language's default tokenizer on the vocab
         vocab = get_vocab(nlp_vocab_or_lang)
         make_doc = spacy.blank(vocab.lang or "xx", vocab=vocab).make_doc
     stats = stats if stats is not None else TextcatStats()

@@ -7,14 +7,16 @@ Which row each character reads is an alignment rule: ``text_rows`` in
 Gradients go back by scatter-add onto the rows (a row read by several characters
 sums their gradients).
 """
-from typing import Any, List, Optional, Sequence, Tuple
+
+from typing import Any, List, Optional, Sequence, Tuple, cast
 
 from spacy.tokens import Doc
 from thinc.api import Model
-from thinc.types import Floats2d
+from thinc.types import Floats2d, Ints1d
 
-from ..data import EntangleData, Side, side_names
+from ..data import Side, side_names
 from ..tokenization.text_rows import text_rows
+from .gradients import rows_gradient
 from .listener import EntangleListener
 
 
@@ -23,7 +25,7 @@ def entangle_char_states(upstream: str = "*", side: Side = "char") -> Model[List
     side = "char" | "subword" | "both" (char row ‖ subword row)."""
     sides = side_names(side)
     listener = EntangleListener(upstream, sides)
-    model = Model(
+    model: Model[List[Doc], List[Floats2d]] = Model(
         "entangle-char-states",
         forward,
         init=init,
@@ -52,7 +54,7 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2
         parts, per_side = [], []
         for side in sides:
             X = data.side(side)
-            rows = ops.asarray1i(text_rows(doc, data.align, side).astype("int32"))
+            rows = ops.asarray1i(cast(Ints1d, text_rows(doc, data.align, side).astype("int32")))
             parts.append(X[rows] if len(rows) else ops.alloc2f(0, X.shape[1]))
             per_side.append((side, X.shape, rows))
         Y = parts[0] if len(parts) == 1 else ops.xp.hstack(parts)
@@ -62,15 +64,11 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2
     def backprop(dYs: List[Floats2d]) -> Any:
         grads = []
         for dY, (align, per_side) in zip(dYs, saved):
-            g = EntangleData(subword=None, char=None, align=align)
-            col = 0
+            parts, col = [], 0
             for side, shape, rows in per_side:
-                dX = ops.alloc2f(*shape)
-                if len(rows):
-                    ops.scatter_add(dX, rows, ops.xp.ascontiguousarray(dY[:, col : col + shape[1]]))
+                parts.append((side, shape, rows, dY[:, col : col + shape[1]]))
                 col += shape[1]
-                setattr(g, side, dX)
-            grads.append(g)
+            grads.append(rows_gradient(ops, align, parts))
         return bp_listener(grads)
 
     return outputs, backprop

@@ -4,26 +4,29 @@ Windows from all docs of a batch are sorted by length and run in chunks of at
 most ``max_batch_chars`` padded characters, so one long doc never dominates a
 batch and short docs are not padded to its length.
 """
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy
 import torch
-from spacy.attrs import IDX, LENGTH
 from spacy.tokens import Doc
-from thinc.api import ArgsKwargs, Model, get_torch_default_device, torch2xp, xp2torch
+from thinc.api import ArgsKwargs, Model, Ops, get_torch_default_device, torch2xp, xp2torch
+from thinc.types import Floats2d, Floats3d
 
 from ..data import SIDES, EntangleData
-from ..tokenization import WindowGetter, WindowInput, prepare_docs
+from ..tokenization import WindowInput, WindowSettings, prepare_docs
+from ..tokenization.alignment import DocAlignment
 from ..tokenization.windows import configure_windows
 from .replace import replace_listener, replace_listener_cfg
 from .settings import EntangleSettings
-from .shim import EntangleShim
+from .shim import NOT_INITIALIZED, EntangleShim
 
 CHUNK_SPREAD = 1.25  # longest / shortest padded window in one chunk
 
 
 def EntangleModel(
-    settings: EntangleSettings, window_getter: Optional[WindowGetter] = None
+    settings: EntangleSettings, window_settings: Optional[WindowSettings] = None
 ) -> Model[List[Doc], List[EntangleData]]:
     """The thinc model of the `entangle` component (settings checked when built)."""
     return Model(
@@ -33,8 +36,7 @@ def EntangleModel(
         shims=[EntangleShim(settings)],
         dims={"nO": settings.hidden_width},
         attrs={
-            "get_windows": window_getter if window_getter is not None else configure_windows(),
-            "max_batch_chars": settings.max_batch_chars,
+            "window_settings": window_settings if window_settings is not None else configure_windows(),
             "sides": SIDES,
             "replace_listener": replace_listener,
             "replace_listener_cfg": replace_listener_cfg,
@@ -42,8 +44,13 @@ def EntangleModel(
     )
 
 
+def entangle_shim(model: Model) -> EntangleShim:
+    """The model's shim, typed (thinc types ``model.shims`` as plain Shims)."""
+    return cast(EntangleShim, model.shims[0])
+
+
 def init(model: Model, X: Any = None, Y: Any = None) -> None:
-    shim: EntangleShim = model.shims[0]
+    shim = entangle_shim(model)
     if not shim.is_built:
         shim.build_from_pretrained()
     model.set_dim("nO", shim._model.width, force=True)
@@ -81,158 +88,181 @@ def _pad(seqs: List[numpy.ndarray], length: int, pad_id: int) -> Tuple[numpy.nda
     return ids, mask
 
 
+@dataclass
+class WindowAttention:
+    """One window's co-attention maps as computed (store_attention), padding cut off: per
+    module, head-averaged, ``sub2char`` (n_pieces, n_chars) and ``char2sub`` (n_chars,
+    n_pieces). The component labels them for ``doc._.entangle_attention``
+    (pipeline/attention.py)."""
+
+    window: WindowInput
+    sub2char: List[numpy.ndarray]
+    char2sub: List[numpy.ndarray]
+
+
+@dataclass
+class _Chunk:
+    """One padded chunk of windows as the encoder saw it, kept for the backward pass."""
+
+    windows: List[int]
+    subword: Optional[torch.Tensor]
+    char: Optional[torch.Tensor]
+
+
 def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[EntangleData], Callable]:
-    shim: EntangleShim = model.shims[0]
-    if not shim.is_built:
-        raise ValueError(
-            "The entangle model is not initialized: call nlp.initialize() (or load a "
-            "trained pipeline with spacy.load) before using it."
-        )
-    ops = model.ops
+    """Prepare the windows, run them chunk by chunk, regroup the rows per doc."""
+    shim = _built_shim(model)
     need = tuple(model.attrs["sides"])
-    need_sub, need_char = "subword" in need, "char" in need
-    chars = shim.chars
     with torch.profiler.record_function("entangle.prepare"):
-        windows, aligns = prepare_docs(docs, shim.subwords, chars, model.attrs["get_windows"])
-        chunks = _chunks(windows, model.attrs["max_batch_chars"], chars.padded_length)
-    device = get_torch_default_device()
-    width = model.get_dim("nO")
-
-    win_sub: List[Any] = [None] * len(windows)
-    win_char: List[Any] = [None] * len(windows)
+        subwords, chars = shim.built_specs()
+        windows, aligns = prepare_docs(docs, subwords, chars, model.attrs["window_settings"])
+        # the shim's settings: those of the config loaded with (model.attrs are the saved ones)
+        chunks = _chunks(windows, shim.settings.max_batch_chars, chars.padded_length)
     keep_maps = shim.store_attention and not is_train
-    win_maps: List[Any] = [None] * len(windows)
-    trained: List[Tuple[List[int], Any, Any]] = []  # (chunk, S, C) kept for the backward pass
+    rows: Dict[str, List[Any]] = {side: [None] * len(windows) for side in SIDES}
+    maps: List[Optional[WindowAttention]] = [None] * len(windows)
+    ran: List[_Chunk] = []
+    backward: Optional[Callable] = None
     for chunk in chunks:
-        subs = [windows[i].sub_ids for i in chunk]
-        chs = [windows[i].char_ids for i in chunk]
-        sub_ids, sub_mask = _pad(subs, max(len(s) for s in subs), shim.subwords.pad_id)
-        char_len = max(chars.padded_length(len(c)) for c in chs)
-        char_ids, char_mask = _pad(chs, char_len, chars.pad_id)
-        inputs = ArgsKwargs(
-            args=tuple(torch.from_numpy(a).to(device) for a in (sub_ids, sub_mask, char_ids, char_mask)),
-            kwargs={"need_subword": need_sub, "need_char": need_char},
-        )
-        (S, C), _ = shim(inputs, is_train)
-        S_xp = torch2xp(S) if S is not None else None
-        C_xp = torch2xp(C) if C is not None else None
-        for j, i in enumerate(chunk):
-            if S_xp is not None:
-                win_sub[i] = S_xp[j, : len(subs[j])]
-            if C_xp is not None:
-                win_char[i] = C_xp[j, : len(chs[j])]
-        if is_train:
-            trained.append((chunk, S, C))
+        ran_chunk, backward = _run_chunk(shim, windows, chunk, need, is_train)
+        _cut_rows(ran_chunk, windows, rows)
         if keep_maps:
-            for j, i in enumerate(chunk):
-                win_maps[i] = attention_maps(shim, windows[i], shim.last_attention, j, docs[windows[i].doc_index])
-            shim.last_attention = None  # the padded chunk's weights: only the cut-off copies stay
-
-    # windows are in doc order: gather each doc's rows (a copy: a doc must not keep
-    # the whole padded chunk alive through a view)
-    by_doc: Dict[int, List[int]] = {}
-    for i, w in enumerate(windows):
-        by_doc.setdefault(w.doc_index, []).append(i)
-    outputs = []
-    for d, align in enumerate(aligns):
-        idx = by_doc.get(d, [])
-        sub = _gather(ops, [win_sub[i] for i in idx], width) if need_sub else None
-        char = _gather(ops, [win_char[i] for i in idx], width) if need_char else None
-        maps = [win_maps[i] for i in idx] if keep_maps else None
-        outputs.append(EntangleData(subword=sub, char=char, align=align, attention=maps))
+            _cut_maps(shim, windows, chunk, maps)
+        if is_train:
+            ran.append(ran_chunk)
+    outputs = _per_doc(model, windows, aligns, rows, maps if keep_maps else None, need)
 
     def backprop(d_outputs: List[EntangleData]) -> List[Doc]:
-        # doc-level gradients -> per-window slices -> padded chunk gradients
-        d_win = {"subword": [None] * len(windows), "char": [None] * len(windows)}
-        for d, d_out in enumerate(d_outputs):
-            for side, store in d_win.items():
-                grad = getattr(d_out, side)
-                if grad is None:
-                    continue
-                start = 0
-                for i in by_doc.get(d, []):
-                    n = len(windows[i].sub_ids) if side == "subword" else len(windows[i].char_ids)
-                    store[i] = grad[start : start + n]
-                    start += n
-        # every chunk's outputs and gradients go into ONE backward call: the gradient
-        # (loss) scaling of mixed precision is applied once per update, not per chunk
-        tensors, grads = [], []
-        for chunk, S, C in trained:
-            for out, store in ((S, d_win["subword"]), (C, d_win["char"])):
-                if out is None or all(store[i] is None for i in chunk):
-                    continue
-                dY = ops.alloc3f(*out.shape)
-                for j, i in enumerate(chunk):
-                    if store[i] is not None:
-                        dY[j, : len(store[i])] = store[i]
-                tensors.append(out)
-                grads.append(xp2torch(dY, device=out.device))
-        if tensors:
-            shim.backward(tensors, grads)
+        if backward is not None:
+            _backward(model.ops, windows, ran, d_outputs, backward)
         return []
 
     return outputs, backprop
 
 
-def _gather(ops, parts: List[Any], width: int):
+def _built_shim(model: Model) -> EntangleShim:
+    shim = entangle_shim(model)
+    if not shim.is_built:
+        raise ValueError(NOT_INITIALIZED)
+    return shim
+
+
+def _run_chunk(
+    shim: EntangleShim, windows: Sequence[WindowInput], chunk: List[int], need: Sequence[str], is_train: bool
+) -> Tuple[_Chunk, Callable]:
+    """One chunk of windows padded and run through the encoder; the shim's backprop."""
+    subs = [windows[i].sub_ids for i in chunk]
+    chs = [windows[i].char_ids for i in chunk]
+    subwords, chars = shim.built_specs()
+    sub_ids, sub_mask = _pad(subs, max(len(s) for s in subs), subwords.pad_id)
+    char_ids, char_mask = _pad(chs, max(chars.padded_length(len(c)) for c in chs), chars.pad_id)
+    device = get_torch_default_device()
+    inputs = ArgsKwargs(
+        args=tuple(torch.from_numpy(a).to(device) for a in (sub_ids, sub_mask, char_ids, char_mask)),
+        kwargs={"need_subword": "subword" in need, "need_char": "char" in need},
+    )
+    (S, C), backward = shim(inputs, is_train)
+    return _Chunk(chunk, S, C), backward
+
+
+def _cut_rows(chunk: _Chunk, windows: Sequence[WindowInput], rows: Dict[str, List[Any]]) -> None:
+    """Each window's real rows of the padded chunk, per side (views, as thinc arrays)."""
+    for side, out in (("subword", chunk.subword), ("char", chunk.char)):
+        if out is None:
+            continue
+        out_xp = cast(Floats3d, torch2xp(out))  # (windows, rows, width)
+        for j, i in enumerate(chunk.windows):
+            rows[side][i] = out_xp[j, : _n_rows(windows[i], side)]
+
+
+def _cut_maps(
+    shim: EntangleShim, windows: Sequence[WindowInput], chunk: List[int], maps: List[Optional[WindowAttention]]
+) -> None:
+    """Each window's co-attention maps, padding cut off; the padded chunk's are dropped."""
+    kept = shim.last_attention
+    if kept is None:
+        raise RuntimeError("store_attention is on, but the entangle model kept no co-attention maps")
+    for j, i in enumerate(chunk):
+        n_sub, n_char = len(windows[i].sub_ids), len(windows[i].char_ids)
+        maps[i] = WindowAttention(
+            windows[i],
+            sub2char=[s2c[j, :n_sub, :n_char].cpu().numpy().astype("float32") for s2c, _ in kept],
+            char2sub=[c2s[j, :n_char, :n_sub].cpu().numpy().astype("float32") for _, c2s in kept],
+        )
+    shim.last_attention = None
+
+
+def _per_doc(
+    model: Model,
+    windows: Sequence[WindowInput],
+    aligns: Sequence[DocAlignment],
+    rows: Dict[str, List[Any]],
+    maps: Optional[List[Optional[WindowAttention]]],
+    need: Sequence[str],
+) -> List[EntangleData]:
+    """Each doc's rows, window after window (windows are in doc order), as arrays of its
+    own: a doc must not keep the whole padded chunk alive through a view."""
+    width = model.get_dim("nO")
+    by_doc = _windows_by_doc(windows)
+    outputs = []
+    for d, align in enumerate(aligns):
+        idx = by_doc.get(d, [])
+        sides = {
+            side: _gather(model.ops, [rows[side][i] for i in idx], width) if side in need else None for side in SIDES
+        }
+        attention = [maps[i] for i in idx] if maps is not None else None
+        outputs.append(EntangleData(subword=sides["subword"], char=sides["char"], align=align, attention=attention))
+    return outputs
+
+
+def _backward(
+    ops: Ops, windows: Sequence[WindowInput], ran: List[_Chunk], d_outputs: List[EntangleData], backward: Callable
+) -> None:
+    """Doc gradients -> per-window slices -> padded chunk gradients, and every chunk's
+    outputs with their gradients into ONE backward call: the gradient (loss) scaling of
+    mixed precision is applied once per update, not per chunk."""
+    by_doc = _windows_by_doc(windows)
+    d_rows: Dict[str, List[Any]] = {side: [None] * len(windows) for side in SIDES}
+    for d, d_out in enumerate(d_outputs):
+        for side, store in d_rows.items():
+            grad = getattr(d_out, side)
+            if grad is None:
+                continue
+            start = 0
+            for i in by_doc.get(d, []):
+                n = _n_rows(windows[i], side)
+                store[i] = grad[start : start + n]
+                start += n
+    tensors, grads = [], []
+    for chunk in ran:
+        for out, store in ((chunk.subword, d_rows["subword"]), (chunk.char, d_rows["char"])):
+            if out is None or all(store[i] is None for i in chunk.windows):
+                continue
+            dY = ops.alloc3f(*out.shape)
+            for j, i in enumerate(chunk.windows):
+                if store[i] is not None:
+                    dY[j, : len(store[i])] = store[i]
+            tensors.append(out)
+            grads.append(xp2torch(dY, device=out.device))
+    if tensors:
+        backward(tensors, grads)
+
+
+def _n_rows(window: WindowInput, side: str) -> int:
+    return len(window.sub_ids) if side == "subword" else len(window.char_ids)
+
+
+def _windows_by_doc(windows: Sequence[WindowInput]) -> Dict[int, List[int]]:
+    by_doc: Dict[int, List[int]] = {}
+    for i, w in enumerate(windows):
+        by_doc.setdefault(w.doc_index, []).append(i)
+    return by_doc
+
+
+def _gather(ops: Ops, parts: List[Any], width: int) -> Floats2d:
     """One doc's rows, window after window, as an array of its own."""
     if not parts:
         return ops.alloc2f(0, width)
     if len(parts) == 1:
         return parts[0].copy()
     return ops.xp.concatenate(parts, axis=0)
-
-
-def attention_maps(
-    shim: EntangleShim, window: WindowInput, maps: List[Any], row: int, doc: Optional[Doc] = None
-) -> Dict[str, Any]:
-    """One window's co-attention maps, padding cut off, labelled and placed in the doc.
-
-    - ``pieces``: the tokenizer's strings of the window's pieces, specials included;
-      ``chars``: its characters, CANINE's specials named ``[CLS]`` / ``[SEP]``;
-    - ``start``: the doc character offset of the window: ``chars[1:-1]`` are
-      ``doc.text[start : start + len(chars) - 2]``;
-    - ``piece_offsets`` (n_pieces, 2) and ``char_offsets`` (n_chars,): doc character
-      offsets (-1 for the specials); ``piece_tokens`` / ``char_tokens``: the index of the
-      doc token each piece starts in / each character lies in (-1: a special, whitespace
-      between tokens, a zero-width piece);
-    - per module m, head-averaged: ``sub2char[m]`` (n_pieces, n_chars), which characters
-      each piece reads, and ``char2sub[m]`` (n_chars, n_pieces), the reverse; float32,
-      each row sums to 1 over the other side's real positions.
-    """
-    n_sub, n_char = len(window.sub_ids), len(window.char_ids)
-    specials = {shim.chars.cls_id: "[CLS]", shim.chars.sep_id: "[SEP]"}
-    start = int(window.char_start)
-    char_offsets = numpy.full(n_char, -1, dtype="int64")
-    char_offsets[1:-1] = numpy.arange(start, start + n_char - 2)
-    piece_offsets = numpy.full((n_sub, 2), -1, dtype="int64")
-    if window.piece_offsets is not None and len(window.piece_offsets):
-        prefix = shim.subwords.prefix
-        piece_offsets[prefix : prefix + len(window.piece_offsets)] = window.piece_offsets
-    zero_width = piece_offsets[:, 1] <= piece_offsets[:, 0]
-    out: Dict[str, Any] = {
-        "pieces": shim.subwords.tokenizer.convert_ids_to_tokens([int(i) for i in window.sub_ids]),
-        "chars": [specials.get(int(c), chr(int(c))) for c in window.char_ids],
-        "start": start,
-        "piece_offsets": piece_offsets,
-        "char_offsets": char_offsets,
-        "piece_tokens": _token_at(doc, numpy.where(zero_width, -1, piece_offsets[:, 0])),
-        "char_tokens": _token_at(doc, char_offsets),
-        "sub2char": [s2c[row, :n_sub, :n_char].cpu().numpy().astype("float32") for s2c, _ in maps],
-        "char2sub": [c2s[row, :n_char, :n_sub].cpu().numpy().astype("float32") for _, c2s in maps],
-    }
-    return out
-
-
-def _token_at(doc: Optional[Doc], offsets: numpy.ndarray) -> numpy.ndarray:
-    """The index of the doc token holding each character offset (-1: none, or < 0)."""
-    found = numpy.full(len(offsets), -1, dtype="int64")
-    if doc is None or len(doc) == 0:
-        return found
-    arr = doc.to_array([IDX, LENGTH]).astype("int64")
-    starts, ends = arr[:, 0], arr[:, 0] + arr[:, 1]
-    tok = numpy.searchsorted(starts, offsets, side="right") - 1
-    ok = (offsets >= 0) & (tok >= 0)
-    ok[ok] &= offsets[ok] < ends[tok[ok]]
-    found[ok] = tok[ok]
-    return found

@@ -1,21 +1,32 @@
 """The listener: downstream components (ner, tagger, textcat, ...) read the
 `entangle` component's output through it, one row per spaCy token.
 
+At prediction a listener reads its own upstream component's :class:`OutputStore`
+(keyed by component: with two `entangle` components each listener reads the one it
+names, as in training), and ``doc._.entangle`` only for docs whose states were
+kept there (``store_output = true``) by that same component.
+
 Unlike spacy-transformers' listener, a missing upstream output is an error, not a
 matrix of zeros (that silently ruins predictions when the upstream component is
 disabled). Zeros are only produced for the very docs that the listening
 component's ``initialize`` infers shapes on (before the upstream component has
 run on them); that state is a plain attribute of weak references, so it is
-never serialised and cannot outlive ``nlp.initialize``.
+never serialised and cannot outlive ``nlp.initialize``. The one other case is spaCy's
+``debug model`` command, which runs a listening component alone on docs no upstream
+component has seen: while (and only while) its ``debug_model`` function is on the call
+stack, a listener asks its upstream component to compute them.
 """
+
+import sys
 import weakref
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
+from collections import Counter
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, cast
 
 from spacy.tokens import Doc
 from thinc.api import Model
 
 from ..data import EntangleData
-from ..tokenization.batch import DocAlignment
+from ..tokenization.alignment import DocAlignment
 
 
 class _InitDocs:
@@ -23,7 +34,7 @@ class _InitDocs:
     references (gone with the docs), and left behind by pickle and deepcopy."""
 
     def __init__(self, docs: Iterable[Doc] = ()):
-        self._docs: "weakref.WeakSet[Doc]" = weakref.WeakSet(docs)
+        self._docs: weakref.WeakSet[Doc] = weakref.WeakSet(docs)
 
     def __contains__(self, doc: Doc) -> bool:
         return doc in self._docs
@@ -35,9 +46,71 @@ class _InitDocs:
         return (_InitDocs, ())
 
 
+def no_backprop(d_outputs: Any) -> List[Doc]:
+    """The backprop of an output no gradient flows from (prediction, a frozen upstream):
+    a named function, not a lambda, so a model holding it still pickles (as spaCy does)."""
+    return []
+
+
+class OutputStore:
+    """One `entangle` component's per-doc outputs at prediction, for its listeners.
+
+    Weakly keyed by doc and never in the doc: what nobody reads is never serialised,
+    pickled, sent to another process or kept alive by a kept doc. Each entry is dropped
+    once every listener expected to read it has; a batch no listener reads keeps nothing.
+    A copy or pickle is empty (the states belong to the docs of this process)."""
+
+    def __init__(self, component: Any = None) -> None:
+        self._entries: weakref.WeakKeyDictionary[Doc, Tuple[EntangleData, Counter[int]]] = weakref.WeakKeyDictionary()
+        # the `entangle` component it belongs to (weakly), for spaCy's `debug model` only
+        self._component = weakref.ref(component) if component is not None else None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, doc: Doc) -> bool:
+        return doc in self._entries
+
+    def put(self, doc: Doc, data: EntangleData, readers: Iterable[Model], times: int = 1) -> None:
+        """Keep ``data`` for each of ``readers``, ``times`` reads each (a doc that occurs
+        ``times`` times in the batch is read that often); replaces an earlier entry."""
+        waiting = Counter({id(reader): times for reader in readers})
+        if waiting and times > 0:
+            self._entries[doc] = (data, waiting)
+        else:
+            self._entries.pop(doc, None)
+
+    def read(self, doc: Doc, reader: Model) -> Optional[EntangleData]:
+        """The doc's output; the last expected read drops it."""
+        entry = self._entries.get(doc)
+        if entry is None:
+            return None
+        data, waiting = entry
+        key = id(reader)
+        if key in waiting:
+            waiting[key] -= 1
+            if waiting[key] <= 0:
+                del waiting[key]
+        if not waiting:
+            del self._entries[doc]
+        return data
+
+    def drop(self, docs: Iterable[Doc]) -> None:
+        for doc in docs:
+            self._entries.pop(doc, None)
+
+    def compute(self, docs: List[Doc]) -> Optional[List[EntangleData]]:
+        """The component's prediction on ``docs`` (None when it is gone)."""
+        component = self._component() if self._component is not None else None
+        return None if component is None else component.predict(docs)
+
+    def __reduce__(self) -> Tuple[type, tuple]:
+        return (OutputStore, ())
+
+
 class EntangleListener(Model):
     """Receives the upstream component's batch output during training and reads
-    ``doc._.entangle`` at prediction time."""
+    its upstream's :class:`OutputStore` at prediction time."""
 
     name = "entangle-listener"
 
@@ -45,10 +118,13 @@ class EntangleListener(Model):
         Model.__init__(self, name=self.name, forward=listener_forward, init=listener_init, dims={"nO": None})
         self.upstream_name = upstream_name
         self.attrs["sides"] = tuple(sides)
-        # the `entangle` component that feeds this listener (set by its add_listener)
+        # the `entangle` component that feeds this listener and its outputs at
+        # prediction (set by its add_listener)
         self.connected_to: Optional[str] = None
+        self._store: Optional[OutputStore] = None
         # the docs the component's initialize infers shapes on: only they may read zeros
         self._init_docs = _InitDocs()
+        self._noted_debug_model = False
         self._batch_id: Optional[int] = None
         self._outputs: Optional[List[EntangleData]] = None
         self._backprop: Optional[Callable] = None
@@ -62,11 +138,12 @@ class EntangleListener(Model):
     def get_batch_id(cls, docs: List[Doc]) -> int:
         return sum(sum(token.orth for token in doc) for doc in docs)
 
-    def connect(self, component_name: Optional[str]) -> None:
+    def connect(self, component_name: Optional[str], store: Optional[OutputStore] = None) -> None:
         """Called by the `entangle` component that (dis)connects this listener; a
         (re)connection also ends any shape inference (``nlp.initialize`` re-links
         every listener when it is done)."""
         self.connected_to = component_name
+        self._store = store
         self._init_docs.clear()
 
     def receive(self, batch_id: int, outputs: List[EntangleData], backprop: Callable) -> None:
@@ -104,8 +181,11 @@ def listener_init(model: EntangleListener, X: Optional[List[Doc]] = None, Y: Any
     model._init_docs = _InitDocs(X or [])
 
 
-def listener_forward(model: EntangleListener, docs: List[Doc], is_train: bool):
-    if is_train and model._batch_id is not None:
+def listener_forward(
+    model: EntangleListener, docs: List[Doc], is_train: bool
+) -> Tuple[List[EntangleData], Callable[[Any], List[Doc]]]:
+    # receive() sets the batch id and its outputs together
+    if is_train and model._batch_id is not None and model._outputs is not None:
         batch_id = model.get_batch_id(docs)
         if batch_id != model._batch_id:
             raise ValueError(
@@ -113,26 +193,71 @@ def listener_forward(model: EntangleListener, docs: List[Doc], is_train: bool):
                 f"{batch_id}): the `{model.source_name}` component must run on the same docs"
             )
         return model._outputs, model.backprop_and_clear
-    outputs = []
+    outputs: List[Optional[EntangleData]] = []
     for doc in docs:
-        data = doc._.entangle if doc.has_extension("entangle") else None
-        if data is None:
-            if doc in model._init_docs:
-                outputs.append(_zeros(model, doc))
-                continue
-            raise ValueError(
-                f"No output from the upstream component '{model.source_name}' on this doc "
-                "(doc._.entangle is None). Is it disabled, excluded from nlp.update (or frozen "
-                "and not in [training] annotating_components), or after this component in the "
-                "pipeline? A listener never substitutes zeros."
-            )
-        model._init_docs.clear()
+        data = _read(model, doc)
+        if data is None and doc in model._init_docs:
+            data = _zeros(model, doc)
+        elif data is not None:
+            model._init_docs.clear()
         outputs.append(data)
-        if data.readers_left > 0:
-            data.readers_left -= 1
-            if data.readers_left == 0:
-                doc._.entangle = None
-    return outputs, lambda d: []
+    missing = [i for i, data in enumerate(outputs) if data is None]
+    if missing:
+        computed = _debug_model_outputs(model, [docs[i] for i in missing])
+        if computed is None:
+            raise ValueError(
+                f"No output from the upstream component '{model.source_name}' on this doc. Is it "
+                "disabled, excluded from nlp.update (or frozen and not in [training] "
+                "annotating_components), or after this component in the pipeline? Or was this doc "
+                "read before (its states are dropped once every listener has read them unless the "
+                "component has store_output = true)? A listener never substitutes zeros."
+            )
+        for i, data in zip(missing, computed):
+            outputs[i] = data
+    return cast(List[EntangleData], outputs), no_backprop  # no None is left
+
+
+def _debug_model_outputs(model: EntangleListener, docs: List[Doc]) -> Optional[List[EntangleData]]:
+    """spaCy's `debug model` initializes the pipeline, then updates and predicts with one
+    component on fresh docs; it runs the upstream's update first only for tok2vec and
+    spacy-transformers listeners (by name), so no upstream output exists. There, and only
+    there, the upstream component predicts them (no gradient reaches it); None elsewhere."""
+    if model._store is None or not _under_spacy_debug_model():
+        return None
+    if not model._noted_debug_model:
+        from wasabi import msg
+
+        msg.info(
+            f"spacy-entangle: the listener computes the '{model.source_name}' component's output "
+            "on the docs `debug model` passes it (predicted, no gradient to that component)"
+        )
+        model._noted_debug_model = True
+    return model._store.compute(docs)
+
+
+def _under_spacy_debug_model() -> bool:
+    """Whether spaCy's ``debug_model`` (spacy/cli/debug_model.py) is on the call stack."""
+    module = sys.modules.get("spacy.cli.debug_model")
+    target = getattr(getattr(module, "debug_model", None), "__code__", None)
+    frame = sys._getframe(1) if target is not None else None
+    while frame is not None:
+        if frame.f_code is target:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _read(model: EntangleListener, doc: Doc) -> Optional[EntangleData]:
+    """The upstream component's output on ``doc``: from its store, else ``doc._.entangle``
+    if that same component kept it there (another component's states are not ours)."""
+    data = model._store.read(doc, model) if model._store is not None else None
+    if data is not None:
+        return data
+    stored = doc._.entangle if doc.has_extension("entangle") else None
+    if stored is None:
+        return None
+    wanted = model.connected_to or (None if model.upstream_name == "*" else model.upstream_name)
+    return stored if wanted is None or stored.source in (None, wanted) else None
 
 
 def _zeros(model: EntangleListener, doc: Doc) -> EntangleData:

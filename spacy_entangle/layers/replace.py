@@ -1,21 +1,36 @@
 """`nlp.replace_listeners` support: what the EntangleModel hands spaCy (as its attrs
 ``replace_listener`` / ``replace_listener_cfg``) so a listener can be swapped for a copy of
 the encoder, as spacy-transformers' TransformerModel does."""
-from typing import Any
+
+from typing import Any, Dict
 
 from thinc.api import Model
+from thinc.shims import Shim
 
 from ..data import SIDES
 
 
 def replace_listener(model: Model, listener: Model, component: Any) -> Model:
     """`nlp.replace_listeners`: the copied EntangleModel takes the listener's place
-    (it emits the same List[EntangleData]) and computes what that listener reads."""
+    (it emits the same List[EntangleData]), computes what that listener reads and
+    has optimizer state of its own."""
     model.attrs["sides"] = tuple(listener.attrs.get("sides", SIDES))
+    for node in model.walk():
+        for shim in node.shims:
+            _new_shim_id(shim)
     return model
 
 
-def replace_listener_cfg(tok2vec_model_cfg, listener_model_cfg):
+def _new_shim_id(shim: Shim) -> None:
+    """A copy keeps its original's shim id (thinc deep-copies shims), and optimizers key
+    their state by (shim id, parameter name): the copy would share the original's Adam
+    moments and step counts while both train."""
+    with Shim.global_id_lock:
+        Shim.global_id += 1
+        shim.id = Shim.global_id
+
+
+def replace_listener_cfg(tok2vec_model_cfg: Dict[str, Any], listener_model_cfg: Dict[str, Any]) -> Dict[str, Any]:
     """The config of the standalone replacement: EntangleModel's settings plus the
     listener's side / pooling / grad_factor, as `spacy-entangle.EntangleTok2Vec.v1`."""
     result = dict(tok2vec_model_cfg)

@@ -4,10 +4,17 @@ The registered architectures keep their explicit signatures (spaCy validates con
 against them) and hand them here with ``EntangleSettings.pick(locals())``; the shim
 stores ``to_cfg()`` with the saved model and rebuilds from it with ``from_cfg``, which
 also reads the cfg dicts of pipelines saved before this class existed."""
-from dataclasses import asdict, dataclass, fields
+
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Dict, Mapping, Optional
 
-WHERE = "spacy-entangle.EntangleModel.v1"
+from ..modeling.sizes import NULL, check_coattention, check_positive
+
+# the registered architecture these settings belong to: the errors name it, as spaCy names a config block
+ARCHITECTURE = "spacy-entangle.EntangleModel.v1"
+# settings that do not shape the weights: a loaded model takes them from the config it is
+# loaded with (``spacy.load(path, config={...})``), the others from the saved model
+RUNTIME_FIELDS = ("dropout", "backbone_lr_scale", "mixed_precision", "gradient_checkpointing", "max_batch_chars")
 
 
 @dataclass(frozen=True)
@@ -29,19 +36,18 @@ class EntangleSettings:
         fail here), not at the first prediction: only null means "default"."""
         object.__setattr__(self, "char_backbone", str(self.char_backbone))
         object.__setattr__(self, "subword_backbone", str(self.subword_backbone))
-        sizes = {"hidden_width": self.hidden_width, "n_heads": self.n_heads, "ffn_width": self.ffn_width,
-                 "max_batch_chars": self.max_batch_chars}
-        for name, value in sizes.items():
-            if value is not None and value < 1:
-                raise ValueError(f"{WHERE}: {name} must be a positive integer or null (the default), got {value}")
-        if self.n_coattention < 0:
-            raise ValueError(f"{WHERE}: n_coattention must be >= 0, got {self.n_coattention}")
+        check_coattention(
+            ARCHITECTURE,
+            n_coattention=self.n_coattention,
+            width=self.hidden_width,
+            n_heads=self.n_heads,
+            ffn_width=self.ffn_width,
+        )
+        check_positive(ARCHITECTURE, null=NULL, max_batch_chars=self.max_batch_chars)
         if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"{WHERE}: dropout must be in [0, 1), got {self.dropout}")
+            raise ValueError(f"{ARCHITECTURE}: dropout must be in [0, 1), got {self.dropout}")
         if self.backbone_lr_scale < 0:
-            raise ValueError(f"{WHERE}: backbone_lr_scale must be >= 0, got {self.backbone_lr_scale}")
-        if self.hidden_width is not None and self.n_heads is not None and self.hidden_width % self.n_heads:
-            raise ValueError(f"hidden_width={self.hidden_width} is not divisible by n_heads={self.n_heads} in {WHERE}")
+            raise ValueError(f"{ARCHITECTURE}: backbone_lr_scale must be >= 0, got {self.backbone_lr_scale}")
 
     @classmethod
     def pick(cls, values: Mapping[str, Any]) -> "EntangleSettings":
@@ -55,3 +61,8 @@ class EntangleSettings:
 
     def to_cfg(self) -> Dict[str, Any]:
         return asdict(self)
+
+    def loaded(self, saved: Mapping[str, Any]) -> "EntangleSettings":
+        """A saved model's settings (``saved``: its cfg) under these, the configured ones:
+        what shapes the weights is saved, the run-time settings are configured."""
+        return replace(EntangleSettings.from_cfg(saved), **{name: getattr(self, name) for name in RUNTIME_FIELDS})

@@ -2,27 +2,40 @@
 rebuilt offline: both backbones' configs, the subword tokenizer's files and all
 weights (safetensors). ``spacy.load`` goes through ``from_bytes`` and never
 calls ``from_pretrained``, so it needs no network and runs no remote code."""
+
 import hashlib
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, cast
 
 import srsly
 import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
-from thinc.api import ArgsKwargs, PyTorchShim, get_torch_default_device, torch2xp, xp2torch
+from thinc.api import ArgsKwargs, Optimizer, PyTorchShim, get_torch_default_device, torch2xp, xp2torch
 from thinc.shims.pytorch_grad_scaler import PyTorchGradScaler
+from thinc.types import FloatsXd
 
 from ..modeling import EntangleEncoder, encoder_from_config, load_encoder, load_tokenizer
-from ..modeling.inference import check_inference_mode, inference_autocast, quantize_int8
+from ..modeling.inference import autocast, autocast_dtype, check_inference_mode, inference_on_device, quantize_int8
+from ..modeling.sizes import legacy_heads
 from ..tokenization import CharSpec, SubwordSpec
+from ..versions import IncompatibleFilesError, library_mismatch, saved_versions
 from .settings import EntangleSettings
 
 ENCODER_PREFIXES = ("char_encoder.", "subword_encoder.")
 REQUIRED_FILES = ("char_config.json", "subword_config.json", "model.safetensors")
 CHECKSUM = "model.safetensors.sha256"
+VERSIONS = "versions.json"  # the libraries it was saved with (versions.saved_versions)
+FILE_CHECKSUMS = "files.sha256.json"  # every file's sha256 but the weights' (CHECKSUM holds that)
+# buffers that transformers rebuilds in the constructor and some versions keep in the state dict
+# (4.30 saved embeddings.position_ids; later versions neither save nor expect it)
+REBUILT_BUFFERS = ("position_ids", "token_type_ids")
+NOT_INITIALIZED = (
+    "The entangle model is not initialized: call nlp.initialize() (or load a "
+    "trained pipeline with spacy.load) before using it."
+)
 
 
 class EntangleShim(PyTorchShim):
@@ -36,25 +49,46 @@ class EntangleShim(PyTorchShim):
         self.subwords = None
         self.chars = None
         self.inference = "fp32"
+        self._predict_mode = "fp32"  # `inference` on the model's device (int8 is CPU only)
         # opt-in: keep the co-attention maps of each prediction (last_attention)
         self.store_attention = False
         self.last_attention: Optional[List[Any]] = None
-        self._autocast = False  # fp16 autocast in training (mixed precision, CUDA only)
         self._int8_model: Optional[torch.nn.Module] = None  # built on first int8 predict
 
     def set_inference(self, mode: str) -> None:
         """How ``predict`` runs: fp32 (exact), int8 (quantized copy, CPU) or bf16 (autocast)."""
         self.inference = check_inference_mode(mode)
+        self._settle_inference()
+
+    def _settle_inference(self) -> None:
+        """Decide how ``predict`` runs on the model's device, when the model is built or
+        moved or the mode set: int8 elsewhere than on the CPU warns here and runs fp32,
+        instead of failing at the first prediction (e.g. after a whole ``spacy train``)."""
+        self._drop_int8()
+        if self._model is not None:
+            device_type = next(self._model.parameters()).device.type
+            self._predict_mode = inference_on_device(self.inference, device_type)
+
+    def _drop_int8(self) -> None:
+        """Forget the int8 copy: the next int8 prediction quantizes the weights as they are
+        then. Whatever changes the weights, their device or the mode calls this."""
         self._int8_model = None
 
     @property
     def settings(self) -> EntangleSettings:
-        """The settings of the model (a loaded one's: ``from_bytes`` replaces the cfg)."""
+        """The settings of the model (a loaded one's: ``from_bytes`` takes the saved
+        shapes and keeps the configured run-time settings, ``EntangleSettings.loaded``)."""
         return EntangleSettings.from_cfg(self.cfg)
 
     @property
     def is_built(self) -> bool:
         return self._model is not None
+
+    def built_specs(self) -> Tuple[SubwordSpec, CharSpec]:
+        """The subword and char input specs, which the model gets when it is built."""
+        if self.subwords is None or self.chars is None:
+            raise ValueError(NOT_INITIALIZED)
+        return self.subwords, self.chars
 
     # -- building -------------------------------------------------------------
     def build_from_pretrained(self) -> None:
@@ -65,9 +99,14 @@ class EntangleShim(PyTorchShim):
         tokenizer = load_tokenizer(settings.subword_backbone)
         self._build(char_encoder, subword_encoder, tokenizer)
 
-    def _build(self, char_encoder: Any, subword_encoder: Any, tokenizer: Any) -> None:
+    def _build(self, char_encoder: Any, subword_encoder: Any, tokenizer: Any, saved: bool = False) -> None:
+        """saved: rebuilt from saved files, with the head count they were built with."""
         settings = self.settings
-        # the encoders' own limits; the window getter may ask for less
+        n_heads = settings.n_heads
+        if saved:  # saved with n_heads = null before a default that does not divide was refused
+            width = settings.hidden_width or subword_encoder.config.hidden_size
+            n_heads = legacy_heads(width, n_heads, getattr(subword_encoder.config, "num_attention_heads", None))
+        # the encoders' own limits; the window settings may ask for less
         self.chars = CharSpec.from_config(char_encoder.config)
         self.subwords = SubwordSpec.from_tokenizer(tokenizer, subword_encoder.config)
         model = EntangleEncoder(
@@ -75,80 +114,83 @@ class EntangleShim(PyTorchShim):
             subword_encoder,
             n_coattention=settings.n_coattention,
             width=settings.hidden_width,
-            n_heads=settings.n_heads,
+            n_heads=n_heads,
             ffn_width=settings.ffn_width,
             dropout=settings.dropout,
             checkpointing=settings.gradient_checkpointing,
         )
         self._model = model.to(get_torch_default_device())
         self._reset_grad_scaler()
-        self._int8_model = None
+        self._settle_inference()
 
     def _reset_grad_scaler(self) -> None:
         """Mixed precision is a CUDA setting (fp16 autocast + loss scaling); on the CPU
         the model trains in fp32 and the scaler (which refuses CPU tensors) is off."""
         device = next(self._model.parameters()).device
-        enabled = self._mixed_precision and device.type == "cuda"
-        self._autocast = enabled
+        autocasts = autocast_dtype(device.type, training=True, mixed_precision=self._mixed_precision)
+        enabled = autocasts is torch.float16
         if self._grad_scaler._enabled != enabled:
             self._grad_scaler = PyTorchGradScaler(enabled)
         self._grad_scaler.to_(device)
 
     # -- prediction -------------------------------------------------------------
     def predict(self, inputs: ArgsKwargs) -> Any:
-        """Under ``torch.inference_mode`` (no autograd bookkeeping), with the opt-in
-        int8 / bf16 inference; the model stays in eval mode until the next update."""
+        """Under ``torch.inference_mode`` (no autograd bookkeeping) in eval mode, with the
+        opt-in int8 / bf16 inference. Like thinc's PyTorchShim, the model goes back to the
+        mode it was in: a training batch's deferred backward (with checkpointing it reruns
+        the forward) may still follow, e.g. with ``entangle`` in annotating_components."""
         model = self._model
-        if self.inference == "int8":
+        if self._predict_mode == "int8":
             if self._int8_model is None:
                 self._int8_model = quantize_int8(self._model)
             model = self._int8_model
-        model.eval()
-        model.keep_attention(self.store_attention)
         device_type = next(self._model.parameters()).device.type
-        with torch.inference_mode(), inference_autocast(self.inference, device_type):
-            with torch.autocast(device_type="cuda", enabled=self._autocast):
-                output = model(*inputs.args, **inputs.kwargs)
+        dtype = autocast_dtype(
+            device_type, training=False, mixed_precision=self._mixed_precision, mode=self._predict_mode
+        )
+        with _eval_mode(model), torch.inference_mode(), autocast(device_type, dtype):
+            model.keep_attention(self.store_attention)
+            output = model(*inputs.args, **inputs.kwargs)
         self.last_attention = model.attention_maps(clear=True) if self.store_attention else None
         return output
 
     # -- training ---------------------------------------------------------------
-    def begin_update(self, inputs: ArgsKwargs):
-        """Forward in train mode. The gradients stay scaled (mixed precision) until
+    def begin_update(self, inputs: ArgsKwargs) -> Tuple[Any, Callable[..., None]]:
+        """Forward in train mode; the backprop is ``backward``, which takes the outputs with
+        their gradients: EntangleModel calls it once for all the chunks of an update (one
+        loss scaling per update). The gradients stay scaled (mixed precision) until
         ``finish_update`` unscales them once: thinc's PyTorchShim unscales every
         parameter's gradient on each backward call, which divides the gradients of
         earlier chunks (or accumulated batches) by the loss scale again."""
         self._model.train()
         self._model.keep_attention(False)
-        with torch.autocast("cuda", enabled=self._autocast):
+        device_type = next(self._model.parameters()).device.type
+        dtype = autocast_dtype(device_type, training=True, mixed_precision=self._mixed_precision)
+        with autocast(device_type, dtype):
             output = self._model(*inputs.args, **inputs.kwargs)
-
-        def backprop(grads: ArgsKwargs) -> None:
-            self.backward(grads.args[0], grads.kwargs["grad_tensors"])
-
-        return output, backprop
+        return output, self.backward
 
     def backward(self, tensors: Sequence[torch.Tensor], grad_tensors: Sequence[torch.Tensor]) -> None:
         """One backward pass for all outputs of an update, the gradients scaled."""
         scaled = self._grad_scaler.scale(list(grad_tensors), inplace=True)
         torch.autograd.backward(list(tensors), grad_tensors=list(scaled))
 
-    def finish_update(self, optimizer) -> None:
+    def finish_update(self, optimizer: Optimizer) -> None:
         """Like PyTorchShim's, with the gradients unscaled once for the whole update
         and a learning-rate scale for the pretrained encoders (the new co-attention
         layers usually want a larger rate)."""
         scale = float(self.settings.backbone_lr_scale)
         grads: List[torch.Tensor] = [p.grad for p in self._model.parameters() if p.grad is not None]
         self._grad_scaler.unscale(grads)
-        self._int8_model = None  # the weights change
+        self._drop_int8()  # the weights change
         for name, param in self._model.named_parameters():
             if param.grad is None:
                 continue
             if not self._grad_scaler.found_inf:
                 lr_scale = scale if name.startswith(ENCODER_PREFIXES) else 1.0
-                data, _ = optimizer(
-                    (self.id, name), torch2xp(param.data), torch2xp(param.grad), lr_scale=lr_scale
-                )
+                # as thinc's PyTorchShim: torch2xp is typed as any array, the parameters are floats
+                weights, grad = cast(FloatsXd, torch2xp(param.data)), cast(FloatsXd, torch2xp(param.grad))
+                data, _ = optimizer((self.id, name), weights, grad, lr_scale=lr_scale)
                 param.data = xp2torch(data, requires_grad=True, device=param.device)
             param.grad.zero_()
         self._grad_scaler.update()
@@ -162,17 +204,22 @@ class EntangleShim(PyTorchShim):
         files["char_config.json"] = srsly.json_dumps(self._model.char_encoder.config.to_dict()).encode("utf8")
         files["subword_config.json"] = srsly.json_dumps(self._model.subword_encoder.config.to_dict()).encode("utf8")
         with tempfile.TemporaryDirectory() as tmp:
-            self.subwords.tokenizer.save_pretrained(tmp)
+            self.built_specs()[0].tokenizer.save_pretrained(tmp)
             for path in Path(tmp).iterdir():
                 files[f"tokenizer/{path.name}"] = path.read_bytes()
         state = {k: v.detach().cpu().contiguous().clone() for k, v in self._model.state_dict().items()}
         files["model.safetensors"] = save_safetensors(state)
         # checked on load: damaged weight bytes would otherwise load silently
         files[CHECKSUM] = hashlib.sha256(files["model.safetensors"]).hexdigest().encode("ascii")
+        files[VERSIONS] = srsly.json_dumps(saved_versions()).encode("utf8")
+        # the other files' too: a load that fails on intact files is a library mismatch, not damage
+        files[FILE_CHECKSUMS] = srsly.json_dumps(_sha256s(files)).encode("utf8")
         return files
 
     def from_files(self, files: Dict[str, bytes]) -> None:
-        """Rebuild from ``to_files``' output; every failure names the stored file."""
+        """Rebuild from ``to_files``' output; every failure names the stored file. Damage
+        (a file missing, a checksum that does not match) is told apart from intact files
+        the installed transformers / tokenizers cannot read (``IncompatibleFilesError``)."""
         from transformers import AutoTokenizer
 
         missing = [name for name in REQUIRED_FILES if name not in files]
@@ -181,12 +228,19 @@ class EntangleShim(PyTorchShim):
         weights = files["model.safetensors"]
         if CHECKSUM in files and hashlib.sha256(weights).hexdigest() != files[CHECKSUM].decode("ascii"):
             raise ValueError("model.safetensors does not match its stored sha256: the weights are damaged")
+        verified = _check_sha256s(files)
+        saved = _json_file(files, VERSIONS) if VERSIONS in files else {}
+
+        def mismatch(what: str, err: Exception) -> IncompatibleFilesError:
+            return IncompatibleFilesError(library_mismatch(what, err, saved, verified))
+
         encoders = []
         for name in ("char_config.json", "subword_config.json"):
+            config = _json_file(files, name)
             try:
-                encoders.append(encoder_from_config(srsly.json_loads(files[name].decode("utf8"))))
+                encoders.append(encoder_from_config(config))
             except Exception as err:  # noqa: BLE001 - re-raised naming the file
-                raise ValueError(f"{name} cannot be read: {type(err).__name__}: {err}") from err
+                raise mismatch(f"{name} (model type {config.get('model_type')!r})", err) from err
         with tempfile.TemporaryDirectory() as tmp:
             names = []
             for name, data in files.items():
@@ -196,14 +250,17 @@ class EntangleShim(PyTorchShim):
             try:
                 tokenizer = AutoTokenizer.from_pretrained(tmp, use_fast=True, trust_remote_code=False)
             except Exception as err:  # noqa: BLE001 - re-raised naming the files
-                raise ValueError(
-                    f"the tokenizer files ({', '.join(sorted(names))}) cannot be read: {type(err).__name__}: {err}"
-                ) from err
-        self._build(encoders[0], encoders[1], tokenizer)
+                raise mismatch(f"the tokenizer files ({', '.join(sorted(names))})", err) from err
         try:
-            self._model.load_state_dict(load_safetensors(weights))
+            self._build(encoders[0], encoders[1], tokenizer, saved=True)
+        except Exception as err:  # noqa: BLE001 - re-raised naming what was built
+            raise mismatch("the model built from the saved configs and tokenizer", err) from err
+        try:
+            _load_weights(self._model, load_safetensors(weights))
         except Exception as err:  # noqa: BLE001 - re-raised naming the file
-            raise ValueError(f"model.safetensors cannot be loaded: {type(err).__name__}: {err}") from err
+            if CHECKSUM not in files:  # saved before the checksum: damage cannot be ruled out
+                raise ValueError(f"model.safetensors cannot be loaded: {type(err).__name__}: {err}") from err
+            raise mismatch("model.safetensors (into the encoders built from the saved configs)", err) from err
 
     def to_bytes(self) -> bytes:
         return srsly.msgpack_dumps({"config": self.cfg, "files": self.to_files()})
@@ -214,7 +271,8 @@ class EntangleShim(PyTorchShim):
             config, files = msg["config"], msg["files"]
         except Exception as err:  # noqa: BLE001 - truncated or foreign bytes
             raise ValueError(f"not a saved spacy-entangle model (truncated?): {type(err).__name__}: {err}") from err
-        self.cfg = config
+        # the weights' shapes as saved; the run-time settings of the config loaded with
+        self.cfg = self.settings.loaded(config).to_cfg()
         self.from_files(files)
         return self
 
@@ -222,17 +280,77 @@ class EntangleShim(PyTorchShim):
         if self._model is not None:
             super().to_device(device_type, device_id)
             self._reset_grad_scaler()
-            self._int8_model = None
+            self._settle_inference()
 
     @contextmanager
-    def use_params(self, params):
+    def use_params(self, params: Dict[str, Any]) -> Iterator[None]:
         if self._model is None:
             yield
             return
-        self._int8_model = None  # built from the parameters in use, never kept across
+        self._drop_int8()  # built from the parameters in use, never kept across
         try:
             with super().use_params(params):
                 yield
         finally:
-            self._int8_model = None
+            self._drop_int8()
 
+
+@contextmanager
+def _eval_mode(model: torch.nn.Module) -> Iterator[None]:
+    """``model`` in eval mode inside, back in the mode it was in after."""
+    training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(training)
+
+
+# -- saved files: checksums and weights (to_files / from_files) -------------------------------
+def _sha256s(files: Dict[str, bytes]) -> Dict[str, str]:
+    """The sha256 of every file but the weights (hashed once, into CHECKSUM)."""
+    skip = ("model.safetensors", CHECKSUM, FILE_CHECKSUMS)
+    return {name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items()) if name not in skip}
+
+
+def _check_sha256s(files: Dict[str, bytes]) -> bool:
+    """Raise, naming them, when files do not match their stored sha256 (damage); True when
+    every file was verified, False for pipelines saved before the checksums were stored."""
+    if FILE_CHECKSUMS not in files:
+        return False
+    try:
+        stored = srsly.json_loads(files[FILE_CHECKSUMS].decode("utf8"))
+    except Exception as err:  # noqa: BLE001 - re-raised naming the file
+        raise ValueError(f"{FILE_CHECKSUMS} cannot be read (damaged): {type(err).__name__}: {err}") from err
+    actual = _sha256s(files)
+    bad = sorted(name for name in set(stored) | set(actual) if stored.get(name) != actual.get(name))
+    if bad:
+        kind = "the tokenizer files are" if all(n.startswith("tokenizer/") for n in bad) else "the saved files are"
+        raise ValueError(f"{kind} damaged: {', '.join(bad)} missing or not matching the stored sha256")
+    return CHECKSUM in files
+
+
+def _json_file(files: Dict[str, bytes], name: str) -> Dict[str, Any]:
+    """A stored JSON file; unreadable JSON is damage, whatever the library versions."""
+    try:
+        value = srsly.json_loads(files[name].decode("utf8"))
+    except Exception as err:  # noqa: BLE001 - re-raised naming the file
+        raise ValueError(f"{name} cannot be read: {type(err).__name__}: {err}") from err
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} cannot be read: not a JSON object")
+    return value
+
+
+def _load_weights(model: torch.nn.Module, state: Dict[str, torch.Tensor]) -> None:
+    """Strict for every parameter; the encoders' rebuilt buffers may be absent (transformers
+    >= 4.31 does not save position_ids) or extra (4.30 did), so pipelines load across versions."""
+    result = model.load_state_dict(state, strict=False)
+    buffers = {name for name, _ in model.named_buffers()}
+    missing = [k for k in result.missing_keys if not (k in buffers and k.startswith(ENCODER_PREFIXES))]
+    unexpected = [
+        k
+        for k in result.unexpected_keys
+        if not (k.startswith(ENCODER_PREFIXES) and k.rsplit(".", 1)[-1] in REBUILT_BUFFERS)
+    ]
+    if missing or unexpected:
+        raise RuntimeError(f"the weights do not fit the model: missing {missing[:6]}, unexpected {unexpected[:6]}")

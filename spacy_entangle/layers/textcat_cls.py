@@ -1,11 +1,13 @@
 """The paper's classification input: the first state ([CLS] / the char [CLS]) of
 each doc on one side."""
-from typing import Any, List
+
+from typing import Any, Callable, List, Tuple
 
 from thinc.api import Model
 from thinc.types import Floats2d
 
 from ..data import EntangleData
+from .gradients import rows_gradient
 
 
 def entangle_first_state(side: str = "subword") -> Model[List[EntangleData], Floats2d]:
@@ -19,7 +21,9 @@ def init(model: Model, X: Any = None, Y: Any = None) -> None:
         model.set_dim("nO", X[0].side(model.attrs["side"]).shape[1], force=True)
 
 
-def forward(model: Model, datas: List[EntangleData], is_train: bool):
+def forward(
+    model: Model, datas: List[EntangleData], is_train: bool
+) -> Tuple[Floats2d, Callable[[Floats2d], List[EntangleData]]]:
     ops = model.ops
     side = model.attrs["side"]
     states = [d.side(side) for d in datas]
@@ -30,14 +34,9 @@ def forward(model: Model, datas: List[EntangleData], is_train: bool):
             Y[i] = X[0]
 
     def backprop(dY: Floats2d) -> List[EntangleData]:
-        grads = []
-        for i, (d, X) in enumerate(zip(datas, states)):
-            dX = ops.alloc2f(*X.shape)
-            if X.shape[0]:
-                dX[0] = dY[i]
-            g = EntangleData(subword=None, char=None, align=d.align)
-            setattr(g, side, dX)
-            grads.append(g)
-        return grads
+        return [
+            rows_gradient(ops, d.align, [(side, X.shape, [0] if X.shape[0] else [], dY[i : i + 1])])
+            for i, (d, X) in enumerate(zip(datas, states))
+        ]
 
     return Y, backprop

@@ -1,7 +1,8 @@
 """Pure PyTorch: the co-attention blocks and the two-encoder entanglement model (no spaCy)."""
+
+from .backbones import BackboneError, encoder_from_config, load_encoder, load_tokenizer
 from .coattention import CoAttentionBlock, CoAttentionModule
 from .entangle import EntangleEncoder
-from .backbones import BackboneError, load_encoder, load_tokenizer, encoder_from_config
 
 __all__ = [
     "CoAttentionBlock",

@@ -5,11 +5,13 @@ and never runs remote code).
 transformers is imported inside the functions: importing it costs ~3.5 s (its auto classes
 pull in torch's compiler stack and scikit-learn), and spaCy imports this package to find its
 factories, so `spacy train`, `spacy.load` and every CLI call would pay it before any work."""
+
 import os
 from pathlib import Path
 from typing import Any, Dict, Optional
 
 from .. import canine
+from .sizes import check_positive
 
 
 class BackboneError(ValueError):
@@ -30,7 +32,9 @@ def _explain(name: str, role: str, err: Exception) -> BackboneError:
                 parts.append("it lacks config.json")
             if not weights and role != "tokenizer":
                 parts.append("it has no weights (*.safetensors / *.bin)")
-            if role == "tokenizer" and not any(p.startswith("tokenizer") or p in ("vocab.txt", "vocab.json") for p in present):
+            if role == "tokenizer" and not any(
+                p.startswith("tokenizer") or p in ("vocab.txt", "vocab.json") for p in present
+            ):
                 parts.append("it has no tokenizer files (tokenizer.json, vocab.*)")
             detail = "; ".join(parts) or f"{type(err).__name__}: {err}"
             why = f"the local directory '{name}' cannot be loaded: {detail} (files: {present})"
@@ -49,14 +53,22 @@ def _env_true(name: str) -> bool:
     return os.environ.get(name, "").strip().upper() in {"1", "ON", "YES", "TRUE"}
 
 
+def register_model_types() -> None:
+    """The model types this package adds to transformers' auto classes (the grown char
+    encoder), registered here, where backbones load, rather than on `import spacy_entangle`
+    (the module imports transformers)."""
+    from . import grown  # noqa: F401  (registers on import)
+
+
 def load_encoder(name: str, role: str) -> Any:
     """An encoder (AutoModel) from a hub name or a local directory."""
     from transformers import AutoModel
 
+    register_model_types()
     try:
         return AutoModel.from_pretrained(str(name), trust_remote_code=False)
     except Exception as err:  # noqa: BLE001 - re-raised with the backbone named
-        raise _explain(str(name), role, err) from err
+        raise _explain(str(name), role, err) from None  # its message names err
 
 
 def load_tokenizer(name: str) -> Any:
@@ -66,24 +78,18 @@ def load_tokenizer(name: str) -> Any:
     try:
         return AutoTokenizer.from_pretrained(str(name), use_fast=True, trust_remote_code=False)
     except Exception as err:  # noqa: BLE001 - re-raised with the backbone named
-        raise _explain(str(name), "tokenizer", err) from err
+        raise _explain(str(name), "tokenizer", err) from None
 
 
 def encoder_from_config(config_dict: Dict[str, Any]) -> Any:
     """An encoder with the given architecture and random weights (weights come next)."""
     from transformers import AutoConfig, AutoModel
 
+    register_model_types()
     config_dict = dict(config_dict)
     model_type = config_dict.pop("model_type")
     config = AutoConfig.for_model(model_type, **config_dict)
     return AutoModel.from_config(config, trust_remote_code=False)
-
-
-def check_positive(**values: Optional[int]) -> None:
-    """Zero or negative sizes give obscure errors deep inside transformers: say so here."""
-    for name, value in values.items():
-        if value is not None and value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value}")
 
 
 def canine_config(
@@ -107,13 +113,17 @@ def canine_config(
     - ``max_chars`` and ``local_stride`` are multiples of the downsampling rate 4.
     """
     check_positive(
-        layers=layers, width=width, heads=heads, ffn_width=ffn_width,
-        max_chars=max_chars, local_stride=local_stride, hash_buckets=hash_buckets,
+        layers=layers,
+        width=width,
+        heads=heads,
+        ffn_width=ffn_width,
+        max_chars=max_chars,
+        local_stride=local_stride,
+        hash_buckets=hash_buckets,
     )
     if width % canine.HASH_FUNCTIONS or width % heads:
         raise ValueError(
-            f"CANINE width {width} must be divisible by {canine.HASH_FUNCTIONS} (hash functions) "
-            f"and by heads={heads}"
+            f"CANINE width {width} must be divisible by {canine.HASH_FUNCTIONS} (hash functions) and by heads={heads}"
         )
     if max_chars % canine.DOWNSAMPLING or local_stride % canine.DOWNSAMPLING:
         raise ValueError(

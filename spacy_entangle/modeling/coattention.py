@@ -6,6 +6,7 @@ residual + LayerNorm) followed by a TRM block (an ordinary self-attention layer)
 Attention is torch's own (nn.MultiheadAttention / nn.TransformerEncoderLayer run
 scaled_dot_product_attention); padding masks are honoured in every attention.
 """
+
 from typing import Optional
 
 import torch
@@ -70,14 +71,8 @@ class CoAttentionModule(nn.Module):
             return checkpoint(self._forward, x, x_pad, other, other_pad, use_reentrant=False)
         return self._forward(x, x_pad, other, other_pad)
 
-    def _forward(self, x, x_pad, other, other_pad) -> torch.Tensor:
+    def _forward(
+        self, x: torch.Tensor, x_pad: torch.Tensor, other: torch.Tensor, other_pad: torch.Tensor
+    ) -> torch.Tensor:
         c = self.cross(x, other, other_pad)
         return self.self_attention(c, src_key_padding_mask=x_pad)
-
-
-def check_heads(width: int, n_heads: Optional[int]) -> None:
-    if n_heads is None or n_heads < 1 or width % n_heads != 0:
-        raise ValueError(
-            f"co-attention width {width} is not divisible by n_heads={n_heads}: "
-            "set hidden_width and n_heads so that hidden_width % n_heads == 0"
-        )

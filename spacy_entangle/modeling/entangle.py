@@ -1,19 +1,22 @@
 """The entanglement model: a character encoder and a subword encoder joined by
 ``n_coattention`` co-attention modules per side."""
-from typing import Any, List, Optional, Tuple
+
+from typing import Any, List, Optional, Tuple, cast
 
 import torch
 from torch import nn
 from torch.profiler import record_function
 
-from .coattention import CoAttentionModule, check_heads
+from .coattention import CoAttentionBlock, CoAttentionModule
+from .sizes import check_coattention, coattention_heads
 
 
 class EntangleEncoder(nn.Module):
     """Character-aware subword states and subword-aware character states.
 
     Both sides are projected to ``width`` when their encoder is narrower or wider
-    (e.g. CANINE 768 -> XLM-R large 1024). ``forward`` can skip the last module of
+    (e.g. CANINE 768 -> XLM-R large 1024). ``n_heads`` = None takes the subword
+    encoder's head count, and is refused when that does not divide ``width``. ``forward`` can skip the last module of
     a side nobody reads (``need_subword`` / ``need_char``): the other side's last
     module only needs the previous layer's states.
     """
@@ -31,20 +34,17 @@ class EntangleEncoder(nn.Module):
         checkpointing: bool = False,
     ):
         super().__init__()
-        if n_coattention < 0:
-            raise ValueError(f"n_coattention must be >= 0, got {n_coattention}")
-        self.char_encoder = char_encoder
-        self.subword_encoder = subword_encoder
         sub_width = subword_encoder.config.hidden_size
         char_width = char_encoder.config.hidden_size
         width = sub_width if width is None else width
-        if n_heads is None:
-            n_heads = getattr(subword_encoder.config, "num_attention_heads", None)
-            if n_heads is None or width % n_heads:
-                n_heads = next(h for h in (16, 12, 8, 6, 4, 2, 1) if width % h == 0)
-        if width < 1 or (ffn_width is not None and ffn_width < 1):
-            raise ValueError(f"co-attention width ({width}) and ffn_width ({ffn_width}) must be positive")
-        check_heads(width, n_heads)
+        check_coattention(
+            "EntangleEncoder", n_coattention=n_coattention, width=width, n_heads=n_heads, ffn_width=ffn_width
+        )
+        n_heads = coattention_heads(
+            "EntangleEncoder", width, n_heads, getattr(subword_encoder.config, "num_attention_heads", None)
+        )
+        self.char_encoder = char_encoder
+        self.subword_encoder = subword_encoder
         ffn_width = 4 * width if ffn_width is None else ffn_width
         self.width = width
         self.n_coattention = n_coattention
@@ -66,18 +66,27 @@ class EntangleEncoder(nn.Module):
         """Whether the next forward passes keep each module's cross-attention weights
         (``attention_maps``); they need both sides' modules, so both are computed."""
         self._keep_attention = keep
-        for layer in (*self.sub_layers, *self.char_layers):
-            layer.cross.keep_weights = keep
+        for pair in self._cross_blocks():
+            for block in pair:
+                block.keep_weights = keep
 
-    def attention_maps(self, clear: bool = False) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+    def _cross_blocks(self) -> List[Tuple[CoAttentionBlock, CoAttentionBlock]]:
+        """Per module, the (subword side, char side) cross-attention blocks (a ModuleList's
+        items are typed nn.Module)."""
+        pairs = zip(self.sub_layers, self.char_layers)
+        return [(cast(CoAttentionModule, s).cross, cast(CoAttentionModule, c).cross) for s, c in pairs]
+
+    def attention_maps(self, clear: bool = False) -> List[Tuple[Optional[torch.Tensor], Optional[torch.Tensor]]]:
         """Per module, the last forward's head-averaged cross-attention weights:
         (subword -> char: (B, Ls, Lc), char -> subword: (B, Lc, Ls)); rows sum to 1 over
         the real positions of the other side (padding gets 0). clear: the modules forget
         them (the caller holds the only reference: memory is freed once it is done)."""
-        maps = [(s.cross.last_weights, c.cross.last_weights) for s, c in zip(self.sub_layers, self.char_layers)]
+        blocks = self._cross_blocks()
+        maps = [(s.last_weights, c.last_weights) for s, c in blocks]
         if clear:
-            for layer in (*self.sub_layers, *self.char_layers):
-                layer.cross.last_weights = None
+            for pair in blocks:
+                for block in pair:
+                    block.last_weights = None
         return maps
 
     def forward(
@@ -117,4 +126,7 @@ class EntangleEncoder(nn.Module):
                 new_c = char_layer(hc, char_pad, hs, sub_pad) if (need_char or not last) else None
                 hs, hc = new_s, new_c
         # float32 out, also under autocast: the thinc side works in float32
-        return (hs.float() if need_subword else None), (hc.float() if need_char else None)
+        # a needed side is always computed (its encoder ran and its last module is not skipped)
+        return (hs.float() if need_subword and hs is not None else None), (
+            hc.float() if need_char and hc is not None else None
+        )

@@ -1,24 +1,30 @@
-"""Opt-in prediction speed-ups for a trained model (pure PyTorch).
+"""Opt-in prediction speed-ups for a trained model, and the one autocast decision
+(pure PyTorch).
 
 - ``int8``: dynamic int8 quantization of the Linear layers of the character encoder,
   the projections and the co-attention layers (weights int8, activations quantized on
-  the fly; CPU only). The pretrained subword encoder stays in float: quantizing MiniLM
+  the fly; CPU only: on another device the model predicts in fp32, with a warning).
+  The pretrained subword encoder stays in float: quantizing MiniLM
   too cost 2.9 F1 on WNUT-17 dev (1.6 per channel), the rest costs nothing measurable.
   The TRM blocks' feed-forward layers stay in float as well: torch runs
   ``nn.TransformerEncoderLayer`` through a fused fast path at prediction time, which
   needs float weights.
 - ``bf16``: bfloat16 autocast (CPUs with AVX512-BF16/AMX, or CUDA).
-- ``fp32``: the exact model (default).
+- ``fp32``: the exact model (default), also when the model trains in mixed precision.
 """
+
 import copy
+import itertools
 import warnings
 from contextlib import nullcontext
-from typing import ContextManager, Tuple
+from typing import ContextManager, Literal, Optional, Tuple, get_args
 
 import torch
 from torch import nn
 
-INFERENCE_MODES: Tuple[str, ...] = ("fp32", "int8", "bf16")
+# how prediction runs: the one list (the component's config type, the benchmarks' modes)
+InferenceMode = Literal["fp32", "int8", "bf16"]
+INFERENCE_MODES: Tuple[str, ...] = get_args(InferenceMode)
 FLOAT_PREFIXES = ("subword_encoder.",)  # modules int8 leaves in float
 
 
@@ -28,14 +34,50 @@ def check_inference_mode(mode: str) -> str:
     return mode
 
 
+def inference_on_device(mode: str, device_type: str) -> str:
+    """The mode prediction runs in on ``device_type``. Dynamic int8 quantization has CPU
+    kernels only: elsewhere the model predicts in fp32 and a warning says so, so that a
+    pipeline saved with int8 for the CPU still loads, trains and predicts on a GPU."""
+    check_inference_mode(mode)
+    if mode == "int8" and device_type != "cpu":
+        warnings.warn(
+            f"inference = 'int8' (dynamic quantization) runs on the CPU only: on {device_type} the "
+            "entangle component predicts in fp32. Set inference = 'bf16' for faster GPU prediction, "
+            "or 'fp32' to silence this warning.",
+            UserWarning,
+            stacklevel=3,
+        )
+        return "fp32"
+    return mode
+
+
+def autocast_dtype(
+    device_type: str, *, training: bool, mixed_precision: bool, mode: str = "fp32"
+) -> Optional[torch.dtype]:
+    """The one decision of the dtype a forward pass autocasts to (None: no autocast).
+    Training under ``mixed_precision`` runs fp16 on CUDA (with loss scaling; the CPU
+    trains in fp32). Prediction follows ``mode`` alone: fp32 and int8 are never
+    autocast, so fp32 stays exact whatever the training precision; bf16 autocasts."""
+    if training:
+        return torch.float16 if mixed_precision and device_type == "cuda" else None
+    return torch.bfloat16 if check_inference_mode(mode) == "bf16" else None
+
+
+def autocast(device_type: str, dtype: Optional[torch.dtype]) -> ContextManager:
+    """``torch.autocast`` to ``dtype`` on ``device_type``, or nothing for None."""
+    if dtype is None:
+        return nullcontext()
+    return torch.autocast(device_type=device_type, dtype=dtype)
+
+
 def quantize_int8(model: nn.Module) -> nn.Module:
     """A copy of ``model`` (in eval mode) with its Linear layers (but the subword
     encoder's) dynamically quantized to int8; ``model`` itself is left as it is (it is
-    still trained and saved)."""
-    if any(p.is_cuda for p in model.parameters()):
+    still trained and saved). The copy shares every parameter and buffer with ``model``
+    (only the module objects are new), so it adds the int8 weights and nothing else."""
+    if any(p.device.type != "cpu" for p in model.parameters()):
         raise ValueError(
-            "inference = 'int8' (dynamic quantization) runs on the CPU only; on a GPU use "
-            "inference = 'bf16'"
+            "inference = 'int8' (dynamic quantization) runs on the CPU only; on a GPU use inference = 'bf16'"
         )
     fused = (nn.TransformerEncoderLayer,)
     skip = {
@@ -49,7 +91,9 @@ def quantize_int8(model: nn.Module) -> nn.Module:
         for name, module in model.named_modules()
         if type(module) is nn.Linear and name not in skip and not name.startswith(FLOAT_PREFIXES)
     }
-    copied = copy.deepcopy(model).eval()
+    # deepcopy's memo maps each tensor to itself: the modules are copied, the tensors shared
+    shared = {id(t): t for t in itertools.chain(model.parameters(), model.buffers())}
+    copied = copy.deepcopy(model, memo=shared).eval()
     with warnings.catch_warnings():
         # torch.ao.quantization is deprecated upstream in favour of torchao, and still
         # the one dynamic quantization shipped with torch itself
@@ -58,10 +102,3 @@ def quantize_int8(model: nn.Module) -> nn.Module:
         from torch.ao.quantization import quantize_dynamic
 
         return quantize_dynamic(copied, targets, dtype=torch.qint8, inplace=True)
-
-
-def inference_autocast(mode: str, device_type: str) -> ContextManager:
-    """The autocast context of an inference mode (a no-op except for bf16)."""
-    if mode == "bf16":
-        return torch.autocast(device_type=device_type, dtype=torch.bfloat16)
-    return nullcontext()

@@ -15,9 +15,22 @@ one token out, trailing whitespace kept), so every annotation stays on its token
 "Internal" excludes the first and last character. Words are tokens of 4+ characters that are
 not spaces, punctuation, URLs or numbers.
 """
+
 from .attacks import ATTACKS, KEYBOARD, MIN_LENGTH, check_attacks, perturb_word
+
 # the spaCy side; `spacy_entangle.noise:create_char_noise_augmenter` is an entry point (setup.cfg)
 from .docs import PerturbStats, create_char_noise_augmenter, is_word, perturb_corpus, perturb_doc, perturb_docs
 
-__all__ = ["ATTACKS", "KEYBOARD", "MIN_LENGTH", "check_attacks", "perturb_word", "is_word", "perturb_doc",
-           "perturb_docs", "perturb_corpus", "PerturbStats", "create_char_noise_augmenter"]
+__all__ = [
+    "ATTACKS",
+    "KEYBOARD",
+    "MIN_LENGTH",
+    "check_attacks",
+    "perturb_word",
+    "is_word",
+    "perturb_doc",
+    "perturb_docs",
+    "perturb_corpus",
+    "PerturbStats",
+    "create_char_noise_augmenter",
+]

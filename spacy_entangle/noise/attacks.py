@@ -9,6 +9,7 @@ functions: what the spaCy side (``spacy_entangle.noise``: corpora, the augmenter
 
 "Internal" excludes the first and last character.
 """
+
 import random
 import string
 from typing import Sequence, Tuple
@@ -20,7 +21,10 @@ _ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
 # neighbours on a QWERTY keyboard: left/right in the row, and the keys above/below
 KEYBOARD = {
     key: "".join(
-        _ROWS[r][j] for r in (i - 1, i, i + 1) if 0 <= r < len(_ROWS) for j in range(c - 1, c + 2)
+        _ROWS[r][j]
+        for r in (i - 1, i, i + 1)
+        if 0 <= r < len(_ROWS)
+        for j in range(c - 1, c + 2)
         if 0 <= j < len(_ROWS[r]) and (r, j) != (i, c)
     )
     for i, row in enumerate(_ROWS)

@@ -1,32 +1,34 @@
 """The spaCy side of the character noise: the attacks of ``noise.attacks`` applied to the
 words of Docs (annotations kept), to a whole .spacy corpus (``perturb_corpus``, the `perturb`
 command) and as a training augmenter (``spacy-entangle.char_noise_augmenter.v1``)."""
+
 import random
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
 from spacy.attrs import DEP, ENT_IOB, ENT_KB_ID, ENT_TYPE, HEAD, LEMMA, MORPH, POS, SENT_START, TAG
 from spacy.language import Language
 from spacy.tokens import Doc, DocBin, Span, Token
 from spacy.training import Example
 from spacy.util import registry
+from thinc.types import Ints2d
 
 from ..converters.io import write_docbin_atomic
 from .attacks import ATTACKS, MIN_LENGTH, check_attacks, perturb_word
 
 
 def is_word(token: Token) -> bool:
-    return len(token.text) >= MIN_LENGTH and not (
-        token.is_space or token.is_punct or token.like_url or token.is_digit
-    )
+    return len(token.text) >= MIN_LENGTH and not (token.is_space or token.is_punct or token.like_url or token.is_digit)
 
 
-def _annotation_attrs(doc: Doc) -> List[int]:
+def _annotation_attrs(doc: Doc) -> List[Union[int, str]]:
     """The token attributes this doc has; HEAD and SENT_START exclude each other in
     Doc.from_array, and HEAD (with DEP) implies the sentence boundaries."""
-    attrs = [a for a, name in ((TAG, "TAG"), (POS, "POS"), (MORPH, "MORPH"), (LEMMA, "LEMMA")) if doc.has_annotation(name)]
+    attrs: List[Union[int, str]] = [
+        a for a, name in ((TAG, "TAG"), (POS, "POS"), (MORPH, "MORPH"), (LEMMA, "LEMMA")) if doc.has_annotation(name)
+    ]
     if doc.has_annotation("DEP"):
         attrs += [HEAD, DEP]
     elif doc.has_annotation("SENT_START"):
@@ -36,9 +38,7 @@ def _annotation_attrs(doc: Doc) -> List[int]:
     return attrs
 
 
-def perturb_doc(
-    doc: Doc, rate: float, rng: random.Random, attacks: Sequence[str] = ATTACKS
-) -> Tuple[Doc, Counter]:
+def perturb_doc(doc: Doc, rate: float, rng: random.Random, attacks: Sequence[str] = ATTACKS) -> Tuple[Doc, Counter]:
     """A new Doc (same vocab) whose words are attacked with probability ``rate`` each, with
     the original's token annotations, entities, span groups and cats. Returns it and the
     number of words each attack changed."""
@@ -57,7 +57,8 @@ def perturb_doc(
     new_doc = Doc(doc.vocab, words=words, spaces=[bool(t.whitespace_) for t in doc])
     attrs = _annotation_attrs(doc)
     if attrs:
-        new_doc.from_array(attrs, doc.to_array(attrs))
+        # spaCy's stubs: to_array returns a plain ndarray, from_array asks for Ints2d
+        new_doc.from_array(attrs, cast(Ints2d, doc.to_array(attrs)))
     for key, group in doc.spans.items():
         new_doc.spans[key] = [Span(new_doc, s.start, s.end, label=s.label, kb_id=s.kb_id) for s in group]
     new_doc.cats = dict(doc.cats)
@@ -65,7 +66,10 @@ def perturb_doc(
 
 
 def perturb_docs(
-    docs: Iterable[Doc], rate: float, seed: int = 0, attacks: Sequence[str] = ATTACKS,
+    docs: Iterable[Doc],
+    rate: float,
+    seed: int = 0,
+    attacks: Sequence[str] = ATTACKS,
     counts: Optional[Counter] = None,
 ) -> Iterator[Doc]:
     """Perturb a stream of docs, deterministically for a seed; ``counts`` (optional)
@@ -96,13 +100,17 @@ class PerturbStats:
 
 
 def perturb_corpus(
-    input_path: Union[str, Path], output_path: Union[str, Path], rate: float, seed: int = 0,
-    attacks: Sequence[str] = ATTACKS, progress: bool = True,
+    input_path: Union[str, Path],
+    output_path: Union[str, Path],
+    rate: float,
+    seed: int = 0,
+    attacks: Sequence[str] = ATTACKS,
+    progress: bool = True,
 ) -> PerturbStats:
     """A noisy copy of a .spacy corpus (written atomically), every annotation kept; the same
     seed gives the same output. An unreadable input is a ValueError naming the file."""
-    from tqdm import tqdm
     from spacy.vocab import Vocab
+    from tqdm import tqdm
 
     chosen = check_attacks(rate, attacks)
     try:
@@ -123,7 +131,7 @@ def perturb_corpus(
 def create_char_noise_augmenter(
     level: float = 0.3,
     rate: float = 0.25,
-    attacks: List[str] = list(ATTACKS),
+    attacks: List[str] = list(ATTACKS),  # noqa: B006 (never mutated; init fill-config writes the default out)
     seed: Optional[int] = None,
 ) -> Callable[[Language, Example], Iterator[Example]]:
     """Training augmenter: a fraction ``level`` of the examples is replaced by a copy whose
@@ -132,7 +140,8 @@ def create_char_noise_augmenter(
     attacks = list(check_attacks(rate, attacks))
     if not 0.0 <= float(level) <= 1.0:
         raise ValueError(f"augmenter level must be between 0 and 1, got {level}")
-    rng = random.Random(seed) if seed is not None else random
+    # the module's functions are the bound methods of its global Random, which spaCy seeds
+    rng = random.Random(seed) if seed is not None else cast(random.Random, random)
 
     def augment(nlp: Language, example: Example) -> Iterator[Example]:
         if rng.random() >= level:

@@ -1,10 +1,12 @@
 """The `entangle` component: runs the entanglement model once per batch and feeds
 every downstream listener (ner, tagger, textcat, ...), like spacy-transformers'
 `transformer` component."""
+
 import warnings
-from dataclasses import dataclass, field
+import weakref
+from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
 
 import srsly
 from spacy import util
@@ -15,9 +17,13 @@ from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer, set_dropout_rate
 
-from ..data import SIDES, EntangleData
-from ..modeling.inference import check_inference_mode
-from ..layers.listener import EntangleListener
+from ..data import SIDES, EntangleData, Pooling, Side, side_names
+from ..layers.entangle_model import entangle_shim
+from ..layers.listener import EntangleListener, OutputStore, no_backprop
+from ..layers.pooling import POOLERS, pooled_token_vectors
+from ..modeling.inference import InferenceMode, check_inference_mode
+from .attention import label_attention
+from .deferred import DeferredBackward
 
 DEFAULT_CONFIG = """
 [model]
@@ -29,6 +35,40 @@ n_coattention = 2
 
 
 LONG_DOC_CHARS = 1000  # store_attention warns above this: the maps grow with length squared
+# cfg keys that do not shape the weights: the config the pipeline is loaded with wins
+# over the saved cfg (spacy.load(path, config={...}) overrides them)
+RUNTIME_CFG = ("frozen", "store_output")
+
+
+def release_states(nlp: Language, docs: Iterable[Doc]) -> None:
+    """Drop every entangle state on or for ``docs`` (``doc._.entangle``, the attention
+    maps, what a listener has not read yet): bulk annotation keeps and ships only the
+    annotations."""
+    docs = list(docs)
+    for _, proc in nlp.components:
+        if isinstance(proc, Entangle):
+            proc.release(docs)
+    for doc in docs:
+        for attr in ("entangle", "entangle_attention"):
+            if doc.has_extension(attr) and doc._.get(attr) is not None:
+                doc._.set(attr, None)
+
+
+def check_doc_tensor(side: Optional[str], pooling: str) -> Tuple[Optional[Side], Pooling]:
+    """The doc_tensor settings, or a clear error (the config validates them too; this
+    catches the Python constructor)."""
+    if side is not None:
+        side_names(side)
+    if pooling not in POOLERS:
+        raise ValueError(f"doc_tensor_pooling must be one of {', '.join(map(repr, POOLERS))}, got {pooling!r}")
+    return cast(Optional[Side], side), cast(Pooling, pooling)
+
+
+def set_doc_tensors(docs: List[Doc], outputs: List[EntangleData], side: Side, pooling: Pooling) -> None:
+    """``doc.tensor`` = one pooled vector per token (a copy per doc: no doc keeps the
+    batch's array alive)."""
+    for doc, vectors in zip(docs, pooled_token_vectors(outputs, side, pooling)):
+        doc.tensor = vectors.copy()  # type: ignore[assignment]  # float32: spaCy's doc.pyi says float64
 
 
 def install_extensions() -> None:
@@ -38,41 +78,10 @@ def install_extensions() -> None:
         Doc.set_extension("entangle_attention", default=None)
 
 
-@dataclass
-class _PendingBackward:
-    """One training batch's forward pass, waiting for its listeners' gradients."""
-
-    outputs: List[EntangleData]
-    backprop: Callable[[List[EntangleData]], Any]
-    sgd: Optional[Optimizer] = None
-    grads: Dict[int, EntangleData] = field(default_factory=dict)
-
-    @property
-    def has_grads(self) -> bool:
-        return bool(self.grads)
-
-    def add(self, grads: List[EntangleData]) -> float:
-        """Sum a listener's gradients into the batch's; returns their squared norm
-        (summed on the device, read back once per call: no GPU sync per doc)."""
-        norm: Any = 0.0
-        for i, g in enumerate(grads):
-            for side in SIDES:
-                d = getattr(g, side)
-                if d is None:
-                    continue
-                norm = norm + (d**2).sum()
-                total = self.grads.setdefault(i, EntangleData(None, None, g.align))
-                current = getattr(total, side)
-                setattr(total, side, d if current is None else current + d)
-        return float(norm)
-
-    def full_grads(self) -> List[EntangleData]:
-        return [self.grads.get(i, EntangleData(None, None, out.align)) for i, out in enumerate(self.outputs)]
-
-
 def check_listeners(nlp: Language) -> None:
     """Refuse every EntangleListener in the pipeline whose upstream is not an
-    `entangle` component before it (it would train on zeros, then fail to predict)."""
+    `entangle` component before it (it would train on zeros, then fail to predict),
+    or is "*" with several before it (which one it reads would be a guess)."""
     names = nlp.component_names
     for position, (name, proc) in enumerate(nlp.components):
         model = getattr(proc, "model", None)
@@ -86,8 +95,14 @@ def check_listeners(nlp: Language) -> None:
 def _check_upstream(nlp: Language, before: List[str], name: str, upstream: str) -> None:
     where = f"Component '{name}' listens to upstream = {upstream!r}"
     if upstream == "*":
-        if not any(isinstance(nlp.get_pipe(n), Entangle) for n in before):
+        found = [n for n in before if isinstance(nlp.get_pipe(n), Entangle)]
+        if not found:
             raise ValueError(f"{where}, but no `entangle` component comes before it in the pipeline.")
+        if len(found) > 1:
+            raise ValueError(
+                f"{where}, but {len(found)} `entangle` components come before it ({', '.join(found)}): "
+                "set its upstream to the one it reads."
+            )
         return
     if upstream not in nlp.component_names:
         raise ValueError(
@@ -105,28 +120,68 @@ def _check_upstream(nlp: Language, before: List[str], name: str, upstream: str) 
     default_config={
         "model": util.load_config_from_str(DEFAULT_CONFIG)["model"],
         "frozen": False,
-        "store_output": True,
+        "store_output": False,
         "inference": "fp32",
         "store_attention": False,
+        "doc_tensor": None,
+        "doc_tensor_pooling": "mean",
     },
 )
 def make_entangle(
-    nlp: Language, name: str, model: Model, frozen: bool, store_output: bool, inference: str,
+    nlp: Language,
+    name: str,
+    model: Model,
+    frozen: bool,
+    store_output: bool,
+    inference: InferenceMode,
     store_attention: bool,
+    doc_tensor: Optional[Side] = None,
+    doc_tensor_pooling: Pooling = "mean",
 ) -> "Entangle":
     """The shared character + subword encoder. frozen = true: predict under no-grad
     and never step the optimizer (grad_factor = 0 is not freezing). store_output =
-    false: ``doc._.entangle`` is dropped once every listener has read it. inference:
+    true: keep the states in ``doc._.entangle`` (saved with the doc by Doc.to_bytes and
+    DocBin(store_user_data=True)); off by default: the listeners read them without it,
+    and bulk output never carries them. inference:
     how prediction runs, "fp32" (exact), "int8" (dynamic int8 quantization of the
     Linear layers, CPU) or "bf16" (bfloat16 autocast); training is always exact.
     store_attention = true: ``doc._.entangle_attention`` keeps each co-attention module's
-    cross-attention maps (``python -m spacy_entangle explain`` draws them); off by default."""
-    return Entangle(nlp.vocab, model, name, frozen=frozen, store_output=store_output, inference=inference,
-                    store_attention=store_attention)
+    cross-attention maps (``python -m spacy_entangle explain`` draws them); off by default.
+    doc_tensor = "subword" | "char" | "both": fill ``doc.tensor`` with one vector per token
+    from that side, pooled by doc_tensor_pooling ("mean" | "first"), so ``token.vector``,
+    ``span.vector`` and ``doc.similarity`` work; null (default): ``doc.tensor`` is left alone."""
+    component = Entangle(
+        nlp.vocab,
+        model,
+        name,
+        frozen=frozen,
+        store_output=store_output,
+        inference=inference,
+        store_attention=store_attention,
+        doc_tensor=doc_tensor,
+        doc_tensor_pooling=doc_tensor_pooling,
+    )
+    component.attach(nlp)
+    return component
+
+
+class _PipelineRef:
+    """A weak reference to the pipeline a component belongs to, left behind by pickle
+    and deepcopy (a component must not keep its pipeline alive, nor ship it)."""
+
+    def __init__(self, nlp: Optional[Language] = None):
+        self._ref = weakref.ref(nlp) if nlp is not None else None
+
+    def __call__(self) -> Optional[Language]:
+        return self._ref() if self._ref is not None else None
+
+    def __reduce__(self) -> Tuple[type, tuple]:
+        return (_PipelineRef, ())
 
 
 class Entangle(TrainablePipe):
-    """Stores its per-doc output in ``doc._.entangle`` and broadcasts it to listeners."""
+    """Hands its per-doc output to its listeners (and keeps it in ``doc._.entangle``
+    with store_output = true)."""
 
     def __init__(
         self,
@@ -135,23 +190,30 @@ class Entangle(TrainablePipe):
         name: str = "entangle",
         *,
         frozen: bool = False,
-        store_output: bool = True,
+        store_output: bool = False,
         inference: str = "fp32",
         store_attention: bool = False,
+        doc_tensor: Optional[str] = None,
+        doc_tensor_pooling: str = "mean",
     ):
         self.vocab = vocab
         self.model = model
         # a run-time setting from the config, not saved with the weights (cfg is)
         self.inference = check_inference_mode(inference)
         if model.shims:
-            model.shims[0].set_inference(self.inference)
+            entangle_shim(model).set_inference(self.inference)
         self.store_attention = store_attention
+        # run-time settings too: which side's pooled token vectors fill doc.tensor (None: none)
+        self.doc_tensor, self.doc_tensor_pooling = check_doc_tensor(doc_tensor, doc_tensor_pooling)
         self.name = name
         self.cfg = {"frozen": frozen, "store_output": store_output}
-        self.listener_map: Dict[str, List[EntangleListener]] = {}
-        # training: the batch waiting for its backward pass; gradients not yet stepped
-        self._pending: Optional[_PendingBackward] = None
-        self._grads_waiting = False
+        # the pipeline, to know which listeners are enabled now (see active_listeners)
+        self._pipeline = _PipelineRef()
+        self.listener_map = {}
+        # prediction: each doc's output until its listeners have read it
+        self._outputs = OutputStore(self)
+        # training: the batch waiting for its backward pass, and its optimizer step
+        self._deferred = DeferredBackward(model)
         install_extensions()
 
     @property
@@ -159,18 +221,36 @@ class Entangle(TrainablePipe):
         """Keep the co-attention maps of each prediction in ``doc._.entangle_attention``
         (per window: pieces, characters, their doc offsets and tokens, and per module the
         head-averaged weights subword -> char and char -> subword; see
-        ``layers.entangle_model.attention_maps``). A run-time setting: costs memory
+        ``pipeline.attention.label_window``). A run-time setting: costs memory
         (n_pieces x n_chars floats per module and direction) and the fused attention."""
-        return bool(self.model.shims and self.model.shims[0].store_attention)
+        return bool(self.model.shims and entangle_shim(self.model).store_attention)
 
     @store_attention.setter
     def store_attention(self, value: bool) -> None:
         if self.model.shims:
-            self.model.shims[0].store_attention = bool(value)
+            entangle_shim(self.model).store_attention = bool(value)
 
     @property
     def frozen(self) -> bool:
         return bool(self.cfg.get("frozen"))
+
+    def attach(self, nlp: Language) -> None:
+        """Remember (weakly) the pipeline this component runs in: the factory and
+        ``initialize`` call it."""
+        self._pipeline = _PipelineRef(nlp)
+        self._disabled_at_link = frozenset(nlp.disabled)
+
+    @property
+    def listener_map(self) -> Dict[str, List[EntangleListener]]:
+        return self._listener_map
+
+    @listener_map.setter
+    def listener_map(self, value: Dict[str, List[EntangleListener]]) -> None:
+        """spaCy resets it when it links the listeners (load, add_pipe, initialize), and
+        links only the enabled components: note which ones were disabled then."""
+        self._listener_map = value
+        nlp = self._pipeline()
+        self._disabled_at_link = frozenset(nlp.disabled) if nlp is not None else frozenset()
 
     # -- listeners -------------------------------------------------------------------
     @property
@@ -187,7 +267,7 @@ class Entangle(TrainablePipe):
             self.listener_map[component_name].append(listener)
         if self.model.has_dim("nO") and listener.has_dim("nO") is None:
             listener.set_dim("nO", self.model.get_dim("nO"))
-        listener.connect(self.name)
+        listener.connect(self.name, self._outputs)
         self._update_sides()
 
     def remove_listener(self, listener: EntangleListener, component_name: str) -> bool:
@@ -200,17 +280,58 @@ class Entangle(TrainablePipe):
             return True
         return False
 
-    def find_listeners(self, component) -> None:
+    def find_listeners(self, component: Any) -> None:
         names = ("*", self.name)
         if isinstance(getattr(component, "model", None), Model):
             for node in component.model.walk():
                 if isinstance(node, EntangleListener) and node.upstream_name in names:
                     self.add_listener(node, component.name)
 
-    def _update_sides(self) -> None:
+    def _update_sides(self, listeners: Optional[List[EntangleListener]] = None) -> None:
         """Compute only what is read: a side no listener reads skips its last module."""
-        wanted = {s for listener in self.listeners for s in listener.attrs["sides"]}
+        if listeners is None:
+            listeners = self.listeners
+        wanted = {s for listener in listeners for s in listener.attrs["sides"]}
+        if self.doc_tensor is not None:
+            wanted.update(side_names(self.doc_tensor))
         self.model.attrs["sides"] = tuple(s for s in SIDES if s in wanted) or SIDES
+
+    def active_listeners(self) -> List[EntangleListener]:
+        """The listeners that read this component's output now: those of the components
+        enabled now after it. spaCy links listeners once (load, add_pipe, initialize) and
+        only among the enabled components, while ``disable_pipe`` / ``enable_pipe`` /
+        ``select_pipes`` change which ones run; the ones found here are linked. A
+        component sourced into another pipeline keeps the listeners linked there."""
+        linked = [ls for ls in self.listeners if ls.connected_to == self.name]
+        nlp = self._pipeline()
+        if nlp is None or not any(proc is self for _, proc in nlp.pipeline):
+            return linked
+        found = list(self._listeners_in(nlp))
+        unlinked = {name for name, node in found if node not in self.listener_map.get(name, [])}
+        if unlinked - self._disabled_at_link:
+            return linked  # last linked in another pipeline (sourced): not ours to judge
+        for name, node in found:
+            if name in unlinked or node._store is not self._outputs:
+                self.add_listener(node, name)
+        return [node for _, node in found]
+
+    def _listeners_in(self, nlp: Language) -> Iterator[Tuple[str, EntangleListener]]:
+        """(component, listener) of this component among nlp's enabled ones after it
+        ("*": the nearest `entangle` component before the listener)."""
+        nearest: Optional[Entangle] = None
+        after_self = False
+        for name, proc in nlp.pipeline:
+            if isinstance(proc, Entangle):
+                nearest, after_self = proc, after_self or proc is self
+                continue
+            model = getattr(proc, "model", None)
+            if not after_self or not isinstance(model, Model):
+                continue
+            for node in model.walk():
+                if isinstance(node, EntangleListener) and (
+                    node.upstream_name == self.name or (node.upstream_name == "*" and nearest is self)
+                ):
+                    yield name, node
 
     # -- prediction ----------------------------------------------------------------------
     def __call__(self, doc: Doc) -> Doc:
@@ -225,22 +346,46 @@ class Entangle(TrainablePipe):
 
     def predict(self, docs: Iterable[Doc]) -> List[EntangleData]:
         docs = list(docs)
+        self._update_sides(self.active_listeners())
         if self.store_attention:
             long = [len(doc.text) for doc in docs if len(doc.text) > LONG_DOC_CHARS]
             if long:
                 warnings.warn(
                     f"store_attention keeps n_pieces x n_chars weights per co-attention module and direction: "
                     f"{len(long)} doc(s) of up to {max(long):,} characters hold large maps (turn it off "
-                    "for bulk processing)", stacklevel=2)
+                    "for bulk processing)",
+                    stacklevel=2,
+                )
         return self.model.predict(docs)
 
     def set_annotations(self, docs: Iterable[Doc], outputs: List[EntangleData]) -> None:
-        readers = 0 if self.cfg.get("store_output", True) else len(self.listeners)
+        """Hand each doc's output to the listeners enabled now (dropped once they have
+        all read it); keep it in ``doc._.entangle`` only with store_output = true; fill
+        ``doc.tensor`` with doc_tensor's side."""
+        docs = list(docs)
+        if self.doc_tensor is not None:
+            set_doc_tensors(docs, outputs, self.doc_tensor, self.doc_tensor_pooling)
+        readers = self.active_listeners()
+        store = bool(self.cfg.get("store_output"))
+        times = Counter(id(doc) for doc in docs)  # the same Doc twice in a batch is read twice
         for doc, data in zip(docs, outputs):
-            data.readers_left = readers
-            doc._.entangle = data
+            data.source = self.name
+            self._outputs.put(doc, data, readers, times[id(doc)])
+            if store:
+                doc._.entangle = data
             if self.store_attention:
-                doc._.entangle_attention = data.attention
+                doc._.entangle_attention = data.attention = self._labelled_attention(data, doc)
+
+    def _labelled_attention(self, data: EntangleData, doc: Doc) -> Optional[List[Dict[str, Any]]]:
+        """The doc's co-attention maps as the model kept them, labelled (pipeline/attention.py)."""
+        if data.attention is None:
+            return None
+        subwords, chars = entangle_shim(self.model).built_specs()
+        return label_attention(data.attention, doc, subwords, chars)
+
+    def release(self, docs: Iterable[Doc]) -> None:
+        """Drop the outputs of ``docs`` that its listeners have not read (yet)."""
+        self._outputs.drop(docs)
 
     # -- training ------------------------------------------------------------------------
     def update(
@@ -264,14 +409,15 @@ class Entangle(TrainablePipe):
         batch_id = EntangleListener.get_batch_id(docs)
         if self.frozen:
             outputs = self.predict(docs)
-            for listener in self.listeners:
-                listener.receive(batch_id, outputs, lambda d: [])
+            for listener in self.active_listeners():
+                listener.receive(batch_id, outputs, no_backprop)
             return losses
-        self._run_backward()
+        self._run_backward(late=True)
+        listeners = self.active_listeners()
+        self._update_sides(listeners)
         set_dropout_rate(self.model, drop)
         outputs, bp_outputs = self.model.begin_update(docs)
-        pending = _PendingBackward(outputs, bp_outputs, sgd=sgd)
-        self._pending = pending
+        pending = self._deferred.begin(outputs, bp_outputs, sgd)
 
         def accumulate_gradient(grads: List[EntangleData]) -> List[Doc]:
             losses[self.name] += pending.add(grads)
@@ -279,11 +425,10 @@ class Entangle(TrainablePipe):
 
         def backprop(grads: List[EntangleData]) -> List[Doc]:
             accumulate_gradient(grads)
-            if self._pending is pending:
+            if self._deferred.is_pending(pending):
                 self._run_backward()
             return []
 
-        listeners = self.listeners
         for listener in listeners[:-1]:
             listener.receive(batch_id, outputs, accumulate_gradient)
         if listeners:
@@ -296,44 +441,47 @@ class Entangle(TrainablePipe):
         the step then waits for the backward pass. ``spacy train`` finishes after
         every update: a backward pass still pending (the last listener's component
         did not update) runs here with the gradients handed back so far."""
-        if self.frozen:
-            return
-        pending = self._pending
-        if pending is not None and not pending.has_grads:
-            pending.sgd = sgd
+        if self.frozen or self._deferred.defer_step(sgd):
             return
         self._run_backward()
-        if self._grads_waiting:
-            self._step(sgd)
+        self._deferred.step(sgd)
 
-    def _run_backward(self) -> None:
-        """The pending batch's one backward pass, with what its listeners handed
-        back (nothing: no backward), then its optimizer step if it has one."""
-        pending, self._pending = self._pending, None
+    def _run_backward(self, late: bool = False) -> None:
+        """The pending batch's backward pass and step (``DeferredBackward.backward``),
+        after freeing the listeners that never reported. late: the next batch's update
+        runs it (its last listener never reported)."""
+        pending = self._deferred.take()
         if pending is None:
             return
+        silent = [
+            name
+            for name, listeners in self.listener_map.items()
+            if any(listener.holds(pending.outputs) for listener in listeners)
+        ]
         for listener in self.listeners:
             if listener.holds(pending.outputs):
                 listener.clear()  # a listener that never reported: free the graph
-        if pending.has_grads:
-            pending.backprop(pending.full_grads())
-            self._grads_waiting = True
-        if pending.sgd is not None and self._grads_waiting:
-            self._step(pending.sgd)
+        if late and pending.sgd is not None and pending.has_grads and silent:
+            warnings.warn(
+                f"nlp.update(sgd=...) with {', '.join(silent)} in `exclude`: the `{self.name}` component's "
+                "backward pass and optimizer step waited for that listener (its graph stayed in memory) and "
+                f"ran at the next update. Disable the component instead (with nlp.select_pipes(disable="
+                f"{silent!r}): ...), or call nlp.update(sgd=False) and then finish_update(sgd) on each "
+                "component, as spacy train does.",
+                stacklevel=3,
+            )
+        self._deferred.backward(pending)
 
-    def _step(self, sgd: Optimizer) -> None:
-        self.model.finish_update(sgd)
-        self._grads_waiting = False
-
-    def get_loss(self, examples, scores):  # pragma: no cover - no loss of its own
+    def get_loss(self, examples: Iterable[Example], scores: Any) -> Tuple[float, None]:  # pragma: no cover - no loss
         return 0.0, None
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None) -> None:
         """Load both backbones (by name or local path), check and size the listeners."""
         self.model.initialize()
         if nlp is not None:
+            self.attach(nlp)
             check_listeners(nlp)
-            for i, (name, proc) in enumerate(nlp.pipeline):
+            for i, (_, proc) in enumerate(nlp.pipeline):
                 if proc is self:
                     for _, proc2 in nlp.pipeline[i + 1 :]:
                         self.find_listeners(proc2)
@@ -343,7 +491,17 @@ class Entangle(TrainablePipe):
             listener.set_dim("nO", width, force=True)
 
     # -- serialisation ---------------------------------------------------------------------
+    def _finish_pending(self) -> None:
+        """Before saving: the step of an nlp.update(sgd=...) batch still waiting."""
+        if self._deferred.step_waits:
+            self._run_backward()
+
+    def to_bytes(self, *, exclude: Iterable[str] = tuple()) -> bytes:
+        self._finish_pending()
+        return super().to_bytes(exclude=exclude)
+
     def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = tuple()) -> None:
+        self._finish_pending()
         serialize = {
             "cfg": lambda p: srsly.write_json(p, self.cfg),
             "vocab": lambda p: self.vocab.to_disk(p, exclude=exclude),
@@ -351,10 +509,22 @@ class Entangle(TrainablePipe):
         }
         util.to_disk(path, serialize, exclude)
 
+    def _load_cfg(self, saved: Dict[str, Any]) -> None:
+        """The saved cfg, except the run-time settings: those of the config this component
+        was built from win (spacy.load's config overrides; a pipeline saved with
+        store_output = true has it in its config.cfg too)."""
+        self.cfg.update({key: value for key, value in saved.items() if key not in RUNTIME_CFG})
+
     def _load_model(self, data: bytes, where: str) -> None:
-        """model.from_bytes, with any failure naming this component and its file."""
+        """model.from_bytes, with any failure naming this component and its file. Intact
+        files the installed libraries cannot read are not called damaged: the error names
+        the versions and the fix (IncompatibleFilesError, from the shim)."""
+        from ..versions import IncompatibleFilesError
+
         try:
             self.model.from_bytes(data)
+        except IncompatibleFilesError as err:
+            raise IncompatibleFilesError(f"Cannot load the `{self.name}` component from {where}: {err}") from err
         except Exception as err:  # noqa: BLE001 - re-raised naming the component
             raise ValueError(
                 f"Cannot load the `{self.name}` component from {where} (damaged, truncated, or not "
@@ -363,7 +533,7 @@ class Entangle(TrainablePipe):
 
     def from_bytes(self, bytes_data: bytes, *, exclude: Iterable[str] = tuple()) -> "Entangle":
         deserialize = {
-            "cfg": lambda b: self.cfg.update(srsly.json_loads(b)),
+            "cfg": lambda b: self._load_cfg(srsly.json_loads(b)),
             "vocab": lambda b: self.vocab.from_bytes(b, exclude=exclude),
             "model": lambda b: self._load_model(b, "bytes (nlp.from_bytes)"),
         }
@@ -375,8 +545,8 @@ class Entangle(TrainablePipe):
             with Path(p).open("rb") as file_:
                 self._load_model(file_.read(), str(p))
 
-        deserialize = {
-            "cfg": lambda p: self.cfg.update(srsly.read_json(p)),
+        deserialize: Dict[str, Callable[[Path], Any]] = {
+            "cfg": lambda p: self._load_cfg(srsly.read_json(p)),
             "vocab": lambda p: self.vocab.from_disk(p, exclude=exclude),
             "model": load_model,
         }

@@ -15,6 +15,7 @@ batches an uninterrupted one would.
   i-th word of the noisy text the student reads is the i-th word of the clean text the
   teacher reads; ``Batch.word_ids`` marks each student character with its word's number.
 """
+
 import random
 from collections import Counter
 from dataclasses import dataclass
@@ -23,8 +24,8 @@ from typing import Dict, Iterable, Iterator, List, Sequence, Tuple
 
 import numpy
 
-from ..noise.attacks import ATTACKS, MIN_LENGTH, perturb_word
 from .. import canine
+from ..noise.attacks import ATTACKS, MIN_LENGTH, perturb_word
 
 CANINE_MASK = 0xE003  # CANINE's [MASK] codepoint (private use area, like CLS/SEP)
 PAD_ID = 0
@@ -44,7 +45,7 @@ def read_texts(paths: Sequence[Path], max_chars: int) -> Tuple[List[str], Dict[s
     if max_chars < 8:
         raise PretrainDataError(f"max_chars must be at least 8, got {max_chars}")
     docs: List[str] = []
-    stats = Counter()
+    stats: Counter[str] = Counter()
     for path in paths:
         path = Path(path)
         if not path.is_file():
@@ -98,7 +99,7 @@ class CharVocab:
 
     @classmethod
     def build(cls, texts: Iterable[str], size: int) -> "CharVocab":
-        counts = Counter()
+        counts: Counter[str] = Counter()
         for text in texts:
             counts.update(text)
         # frequency, then codepoint: the same text always gives the same vocabulary
@@ -273,4 +274,3 @@ def split_dev(docs: List[str], fraction: float, seed: int, limit: int = 1000) ->
     random.Random(f"dev:{seed}").shuffle(order)
     dev_ids = set(order[:n_dev])
     return [d for i, d in enumerate(docs) if i not in dev_ids], [docs[i] for i in sorted(dev_ids)]
-

@@ -17,6 +17,7 @@ Teacher states are computed on the fly (no grad, eval mode): caching them would 
 teacher's forward pass only on epochs after the first (~40% of it for the project's 2,400
 steps of 32 over 45,615 tweets) at ~0.7 GB of fp16 per teacher layer on disk.
 """
+
 from typing import List, Optional, Sequence, Tuple
 
 import torch
@@ -65,7 +66,9 @@ class Teacher:
         n_states = int(self.model.config.num_hidden_layers) + 1
         bad = [layer for layer in layers if not -n_states <= layer < n_states]
         if bad or not layers:
-            raise TeacherError(f"--teacher-layers {list(layers)}: {name!r} has hidden states 0..{n_states - 1} (or -1..-{n_states})")
+            raise TeacherError(
+                f"--teacher-layers {list(layers)}: {name!r} has hidden states 0..{n_states - 1} (or -1..-{n_states})"
+            )
         self.name = name
         self.layers = [layer % n_states for layer in layers]
         self.width = int(self.model.config.hidden_size)
@@ -75,11 +78,19 @@ class Teacher:
         self.max_length = int(min(x for x in limits if x and x < 10**6))
 
     @torch.no_grad()
-    def word_states(self, texts: Sequence[str], spans: Sequence[Sequence[Tuple[int, int]]]) -> Tuple[torch.Tensor, torch.Tensor]:
+    def word_states(
+        self, texts: Sequence[str], spans: Sequence[Sequence[Tuple[int, int]]]
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
         """(n_words, n_layers, width) float32 targets for all words of the batch in order,
         and a bool (n_words,) mask of the words the teacher saw (pieces within its limit)."""
-        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length,
-                             return_offsets_mapping=True, return_tensors="pt")
+        enc = self.tokenizer(
+            list(texts),
+            padding=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_offsets_mapping=True,
+            return_tensors="pt",
+        )
         offsets = enc.pop("offset_mapping").tolist()
         out = self.model(**{k: v.to(self.device) for k, v in enc.items()}, output_hidden_states=True)
         hidden = torch.stack([out.hidden_states[layer] for layer in self.layers], dim=2).float()  # B, T, L, D

@@ -6,7 +6,8 @@ apart for the log. With a teacher, a second head predicts the teacher's word sta
 the mean of each word's character states (distill.py). Only the encoder is kept afterwards:
 the heads are pretraining tools.
 """
-from typing import Dict, Optional, Tuple
+
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 import torch
 from torch import nn
@@ -14,6 +15,9 @@ from torch.nn import functional as F
 
 from .data import IGNORE
 from .distill import DistillHead, distill_loss, pool_words
+
+if TYPE_CHECKING:  # transformers is imported where a model is built, not with the package
+    from transformers import PreTrainedModel
 
 
 class CharPredictionHead(nn.Module):
@@ -30,10 +34,10 @@ class CharPredictionHead(nn.Module):
 
 
 class CharPretrainer(nn.Module):
-    def __init__(self, encoder: nn.Module, n_classes: int, distill: Optional[Tuple[int, int]] = None) -> None:
+    def __init__(self, encoder: "PreTrainedModel", n_classes: int, distill: Optional[Tuple[int, int]] = None) -> None:
         """``distill``: (teacher width, number of teacher layers) when a teacher is used."""
         super().__init__()
-        self.encoder = encoder
+        self.encoder: PreTrainedModel = encoder
         width = int(encoder.config.hidden_size)
         self.head = CharPredictionHead(width, n_classes)
         self.distill = DistillHead(width, *distill) if distill else None
@@ -68,11 +72,14 @@ class CharPretrainer(nn.Module):
             result[f"{name}_loss"] = loss.detach()
             result[f"{name}_correct"] = (logits.argmax(-1) == gold).sum().detach()
             result[f"{name}_n"] = n.detach()
-        if self.distill is not None and word_targets is not None and bool(word_found.any()):
-            words = pool_words(states, word_ids, int(word_targets.shape[0]))[word_found]
-            loss = distill_loss(self.distill(words), word_targets[word_found])
-            total = total + distill_weight * loss
-            result["distill_loss"] = loss.detach()
-            result["distill_n"] = word_found.sum().detach()
+        if self.distill is not None and word_targets is not None:
+            if word_ids is None or word_found is None:
+                raise ValueError("word_targets need the word_ids and word_found of the same batch")
+            if bool(word_found.any()):
+                words = pool_words(states, word_ids, int(word_targets.shape[0]))[word_found]
+                loss = distill_loss(self.distill(words), word_targets[word_found])
+                total = total + distill_weight * loss
+                result["distill_loss"] = loss.detach()
+                result["distill_n"] = word_found.sum().detach()
         result["loss"] = total
         return result

@@ -3,16 +3,17 @@
 Both encoders see the same text spans (windows); every token is aligned to its
 subword pieces (fast-tokenizer offsets) and to its characters (codepoint offsets).
 """
+
+from .alignment import DocAlignment, WindowInput, prepare_docs
 from .chars import CharSpec
 from .subwords import SubwordSpec
-from .windows import configure_windows, WindowGetter
-from .batch import DocAlignment, WindowInput, prepare_docs
+from .windows import WindowSettings, configure_windows
 
 __all__ = [
     "CharSpec",
     "SubwordSpec",
     "configure_windows",
-    "WindowGetter",
+    "WindowSettings",
     "DocAlignment",
     "WindowInput",
     "prepare_docs",

@@ -24,11 +24,12 @@ subword side
   token's). This is token-level: it cannot tell the pieces of a word apart, and is
   there for ablations and for side = "both" (char row ‖ subword row).
 """
+
 import numpy
 from spacy.attrs import IDX, LENGTH, SPACY
 from spacy.tokens import Doc
 
-from .batch import DocAlignment, ranges
+from .alignment import DocAlignment, ranges
 
 
 def text_rows(doc: Doc, align: DocAlignment, side: str = "char") -> numpy.ndarray:

@@ -7,6 +7,7 @@ which it lies most centrally (its *home* window), which merges overlapping windo
 without averaging. A single token longer than a window is clipped to the window
 (it still gets its first pieces and characters).
 """
+
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
@@ -15,14 +16,16 @@ from spacy.util import registry
 
 
 @dataclass(frozen=True)
-class WindowGetter:
-    """Window sizes, specials included (None = the encoder's own limit)."""
+class WindowSettings:
+    """How docs are cut into windows: sizes, specials included (None = the encoder's own
+    limit), and the overlap. Configs name it ``window_getter`` (the key stays, so saved
+    configs load); ``spans`` does the cutting."""
 
     max_pieces: Optional[int] = None
     max_chars: Optional[int] = None
     overlap: float = 0.25
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         # only null means "the encoder's limit": 0 or a negative size is a mistake
         for name in ("max_pieces", "max_chars"):
             value = getattr(self, name)
@@ -57,10 +60,10 @@ def configure_windows(
     max_pieces: Optional[int] = None,
     max_chars: Optional[int] = None,
     overlap: float = 0.25,
-) -> WindowGetter:
+) -> WindowSettings:
     """Greedy windows of at most ``max_pieces`` subword pieces and ``max_chars``
     characters, specials included (null = the encoder's own limit: 512 / 2048)."""
-    return WindowGetter(max_pieces, max_chars, overlap)
+    return WindowSettings(max_pieces, max_chars, overlap)
 
 
 def greedy_windows(

@@ -8,6 +8,7 @@ Each row NAME=PREFIX reads, from the metrics folder:
   train_time_PREFIX.json  scripts/timed.py around `spacy train`             - optional
 Default rows: entangle=entangle, char-only=charonly.
 """
+
 import argparse
 import json
 import sys
@@ -59,8 +60,11 @@ def main(argv):
     ]
     if len(found) >= 2 and found[0][1]["char_acc_mix"] is not None and found[1][1]["char_acc_mix"] is not None:
         a, b = found[0], found[1]
-        text += ["", f"dev MIX, {a[0]} - {b[0]}: {100 * (a[1]['char_acc_mix'] - b[1]['char_acc_mix']):+.2f} points; "
-                     f"All: {100 * (a[1]['char_acc'] - b[1]['char_acc']):+.2f} points"]
+        text += [
+            "",
+            f"dev MIX, {a[0]} - {b[0]}: {100 * (a[1]['char_acc_mix'] - b[1]['char_acc_mix']):+.2f} points; "
+            f"All: {100 * (a[1]['char_acc'] - b[1]['char_acc']):+.2f} points",
+        ]
     text += [f"\n_{n}_" for n in notes]
     out = args.output or args.metrics_dir / "compare.md"
     out.parent.mkdir(parents=True, exist_ok=True)

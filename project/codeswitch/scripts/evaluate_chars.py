@@ -8,6 +8,7 @@ character with a gold label), char_acc_mix ("MIX": the characters of words whose
 characters hold more than one label), char_acc_per_label, and how many characters and
 mixed words each is computed on.
 """
+
 import argparse
 import json
 import sys
@@ -57,7 +58,9 @@ def main(argv):
 
     print(f"{args.model} on {args.data}:")
     print(f"  All  {pct(result['char_acc'])}  ({result['n_chars']} characters)")
-    print(f"  MIX  {pct(result['char_acc_mix'])}  ({result['n_mix_chars']} characters in {result['n_mix_words']} mixed words)")
+    print(
+        f"  MIX  {pct(result['char_acc_mix'])}  ({result['n_mix_chars']} characters in {result['n_mix_words']} mixed words)"
+    )
     for label, acc in (result["char_acc_per_label"] or {}).items():
         print(f"  {label:<10} {pct(acc)}")
     print(f"✔ saved {args.output}")

@@ -1,0 +1,124 @@
+"""Trained pipelines side by side: words/s of ``nlp.pipe`` and each one's speed relative to
+the first (the reference), interleaved rounds, best of --repeats.
+
+The pipelines are given as NAME=DIR, or read from a file of such lines with @FILE (the
+project writes one: ``scripts/variants.py pipelines``); a DIR that does not exist (a
+variant not trained) is skipped with a note.
+
+    python benchmarks/speed_compare.py --data project/corpus/dev.spacy --limit 0 \\
+        --pipelines a=project/training/entangle/seed0/model-best b=project/training/baseline/seed0/model-best
+    python benchmarks/speed_compare.py --data corpus/dev.spacy --pipelines @metrics/pipelines_seed0.txt
+"""
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import spacy
+from spacy.language import Language
+from speed_data import Text, n_words, read_sentences, texts_of
+from speed_timing import best_seconds, environment, print_table, save, use_device
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, fromfile_prefix_chars="@"
+    )
+    p.add_argument("--data", type=Path, required=True, help="CoNLL file (WORD<TAB>BIO-TAG) or .spacy corpus")
+    p.add_argument(
+        "--pipelines",
+        nargs="+",
+        required=True,
+        metavar="NAME=DIR",
+        help="the trained pipelines (the first is the reference); @FILE: one NAME=DIR a line",
+    )
+    p.add_argument("--limit", type=int, default=0, help="sentences timed (0 = all)")
+    p.add_argument("--repeats", type=int, default=3, help="interleaved rounds, the best is kept")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--gpu-id", type=int, default=-1)
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    p.add_argument("--output", type=Path, default=None, help="JSON file for every figure")
+    args = p.parse_args(argv)
+    args.pipelines = pipeline_specs(p, args.pipelines)
+    check_common(p, args)
+    return args
+
+
+def pipeline_specs(p: argparse.ArgumentParser, specs: Sequence[str]) -> List[Tuple[str, Path]]:
+    out = []
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            p.error(f"--pipelines: expected NAME=DIR, got {spec!r}")
+        out.append((name, Path(path)))
+    return out
+
+
+def check_common(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The options every speed script shares: a clear error naming the option."""
+    if args.limit < 0:
+        p.error("--limit must be >= 0")
+    for name in ("repeats", "batch_size"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1")
+    if not args.data.exists():
+        p.error(f"--data: {args.data} does not exist")
+
+
+def part_pipelines(specs: Sequence[Tuple[str, Path]], texts: List[Text], args) -> Dict[str, Any]:
+    """Trained pipelines side by side: words/s and each one's speed relative to the first.
+    A directory that does not exist (a variant not trained) is skipped with a note."""
+    pipes: Dict[str, Language] = {}
+    paths: Dict[str, str] = {}
+    for name, path in specs:
+        if not path.exists():
+            print(f"ℹ {name}: no {path}, skipped")
+            continue
+        pipes[name], paths[name] = spacy.load(path), str(path)
+    if not pipes:
+        raise SystemExit("speed_compare.py: none of the --pipelines exists")
+    best = best_seconds(pipes, texts, args.repeats, args.batch_size)
+    words = n_words(texts)
+    reference = next(iter(pipes))
+    models = {
+        name: {
+            "model": paths[name],
+            "seconds": round(best[name], 4),
+            "words_per_second": round(words / best[name], 1),
+            "relative_to_reference": round(best[reference] / best[name], 4),
+        }
+        for name in pipes
+    }
+    print_table(
+        f"trained pipelines: {len(texts)} docs, {words} words, batch size {args.batch_size}, best of {args.repeats}",
+        ["pipeline", "words/s", f"vs {reference}"],
+        [[name, f"{m['words_per_second']:,.0f}", f"{m['relative_to_reference']:.2f}x"] for name, m in models.items()],
+    )
+    for name in models:
+        if name != reference:  # seconds of the other over seconds of the reference
+            print(f"   speed ratio {reference} : {name} = {best[name] / best[reference]:.2f}")
+    return {
+        "docs": len(texts),
+        "words": words,
+        "batch_size": args.batch_size,
+        "repeats": args.repeats,
+        "device": f"gpu:{args.gpu_id}" if args.gpu_id >= 0 else "cpu",
+        "reference": reference,
+        "models": models,
+    }
+
+
+def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    device = use_device(args.gpu_id, args.threads)
+    texts = texts_of(read_sentences(args.data, args.limit))
+    results = {
+        "settings": {"data": str(args.data), "limit": args.limit, **environment(device)},
+        "pipelines": part_pipelines(args.pipelines, texts, args),
+    }
+    return save(results, args.output)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""The pretraining run of a grown encoder: PretrainRun's budget, log, checkpoints and exact
+resume, with grow.py's two stages in place of the masked objectives. Stage A draws word
+types from ``np_rng`` (saved in the checkpoint) and leaves the text plan alone; stage B
+walks the text plan, so a resume in either stage continues exactly."""
+
+from typing import Any, Dict, Iterator, List, Tuple
+
+import torch
+from transformers import PreTrainedModel
+
+from ..modeling.grown import GrownCharModel
+from .data import make_batch
+from .distill import Teacher
+from .grow import GrownPretrainer, WordTypes, attack_words, encode_spellings, new_grown, teacher_layers, word_cosines
+from .loop import PretrainRun
+
+
+class GrownRun(PretrainRun):
+    """``config`` is the subword encoder grown from (settings.init_from), which is the
+    teacher too."""
+
+    model: GrownPretrainer
+    teacher: Teacher
+
+    def _make_teacher(self) -> Teacher:
+        settings = self.settings
+        probe = Teacher(self.config, [-1], str(self.device))
+        k = settings.grow_k or int(probe.model.config.num_hidden_layers)
+        probe.layers = teacher_layers(int(probe.model.config.num_hidden_layers), k)
+        self.k = k
+        return probe
+
+    def _make_model(self, encoder: PreTrainedModel) -> GrownPretrainer:
+        if not isinstance(encoder, GrownCharModel):
+            raise ValueError(f"the checkpoint's encoder is a {encoder.config.model_type!r} model, not a grown one")
+        if int(encoder.config.num_hidden_layers) != self.k:
+            raise ValueError(
+                f"the checkpoint's encoder has {encoder.config.num_hidden_layers} copied layers, --k {self.k}"
+            )
+        self.types = WordTypes(self.train_docs, self.teacher, encoder.config.max_word_chars)
+        self.types.targets = self.types.targets.to(self.device)
+        model = GrownPretrainer(encoder, mid_layer=self.teacher.layers[0])
+        for param in encoder.copied_parameters():
+            param.requires_grad_(False)
+        return model
+
+    def _top_layers(self) -> List[torch.nn.Parameter]:
+        """The copied parameters that unfreeze late (the top ``unfreeze_top`` layers)."""
+        n = self.settings.unfreeze_top
+        if not n:
+            return []
+        layers = self.model.encoder.copied_layers()
+        return [p for layer in layers[len(layers) - n :] for p in layer.parameters()]
+
+    def _param_groups(self) -> List[Dict[str, Any]]:
+        top = {id(p) for p in self._top_layers()}
+        copied = {id(p) for p in self.model.encoder.copied_parameters()}
+        new = [p for p in self.model.parameters() if id(p) not in copied]
+        groups: List[Dict[str, Any]] = [{"params": new}]
+        if top:
+            groups.append(
+                {
+                    "params": [p for p in self.model.parameters() if id(p) in top],
+                    "lr": self.settings.lr * self.settings.copied_lr_scale,
+                }
+            )
+        return groups
+
+    def _new_encoder(self) -> GrownCharModel:
+        settings = self.settings
+        return new_grown(self.config, settings.grow_k, settings.char_width, settings.seed)
+
+    def _unfreeze_step(self) -> int:
+        """The step from which the top copied layers train."""
+        if not self.settings.max_steps:
+            raise ValueError("--init-from needs --max-steps (the two stages are planned in steps)")
+        return int(self.settings.unfreeze_from * self.settings.max_steps)
+
+    def update_next(self, plan: Iterator[List[int]]) -> Tuple[Dict[str, torch.Tensor], int]:
+        settings = self.settings
+        unfreeze = settings.unfreeze_top and self.step >= self._unfreeze_step()
+        for param in self._top_layers():
+            param.requires_grad_(bool(unfreeze))
+        if self.step < settings.type_steps:
+            picked = self.types.sample(settings.type_batch, self.np_rng)
+            words = attack_words(
+                [self.types.types[i] for i in picked], settings.noise_rate, settings.attacks, self.py_rng
+            )
+            ids, mask = encode_spellings(words, self.model.encoder.config.max_word_chars)
+            targets = self.types.targets[torch.from_numpy(picked).to(self.device)]
+            result = self.model.type_step(ids.to(self.device), mask.to(self.device), targets)
+            n_chars = int(mask.sum())
+        else:
+            batch = make_batch(
+                [self.train_docs[i] for i in next(plan)],
+                self.vocab,
+                self.np_rng,
+                self.py_rng,
+                0.0,
+                settings.noise_rate,
+                settings.attacks,
+                pad_multiple=1,
+            )
+            targets, found = self.teacher.word_states(batch.clean_texts, batch.clean_spans)
+            arrays = (batch.input_ids, batch.attention_mask, batch.word_ids)
+            ids, mask, word_ids = (torch.from_numpy(a).to(self.device) for a in arrays)
+            result = self.model.text_step(ids, mask, word_ids, targets.to(self.device), found.to(self.device))
+            n_chars = batch.n_chars
+        self.optimizer.zero_grad(set_to_none=True)
+        result["loss"].backward()
+        torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], settings.grad_clip)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.step += 1
+        return {k: v for k, v in result.items() if k != "loss"}, n_chars
+
+    def evaluate(self) -> Dict[str, float]:
+        """Cosine to the teacher's word states on the held-out docs, clean and attacked."""
+        if not self.dev_docs:
+            return {}
+        settings = self.settings
+        out: Dict[str, float] = {}
+        for name, rate in (("clean", 0.0), ("noisy", settings.noise_rate)):
+            cos = word_cosines(
+                self.model, self.teacher, self.dev_docs, rate, settings.attacks, settings.batch_size, str(self.device)
+            )
+            out.update({f"dev_{name}_{k}": v for k, v in cos.items() if k != "words"})
+        return out

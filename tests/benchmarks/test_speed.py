@@ -1,0 +1,261 @@
+"""benchmarks/speed.py end to end on the tiny random backbones (issue 12): every part
+runs and prints its rows, and --output holds the figures; speed_compare.py times trained
+pipelines side by side (the project's `compare`)."""
+
+import json
+from pathlib import Path
+
+import pytest
+import spacy
+import speed as speed_module  # benchmarks/speed.py (setup.cfg: pytest pythonpath)
+import speed_compare
+import speed_data
+import speed_flops
+import speed_stages
+import torch
+from spacy.tokens import Doc, DocBin
+
+REPO = Path(__file__).resolve().parents[2]
+SENTENCES = [
+    ("Going to Paris with Anna tomorrow", "O O B-location O B-person O"),
+    ("@john_doe the new iPhone is sooo good", "O O O B-product O O O"),
+    ("Watching Star Wars in London tonight lol", "O B-creative-work I-creative-work O B-location O O"),
+    ("omg this weather in Seattle", "O O O O B-location"),
+    ("Taylor Swift played Wembley last night", "B-person I-person O B-location O O"),
+    ("can't wait 4 tmrw #MUFC", "O O O O B-group"),
+]
+
+
+@pytest.fixture(scope="module")
+def speed():
+    return speed_module
+
+
+@pytest.fixture
+def conll(tmp_path) -> Path:
+    lines = []
+    for text, tags in SENTENCES:
+        lines += [f"{w}\t{t}" for w, t in zip(text.split(), tags.split())] + [""]
+    path = tmp_path / "dev.conll"
+    path.write_text("\n".join(lines), encoding="utf8")
+    return path
+
+
+def test_speed_benchmark_end_to_end(speed, conll, tmp_path, canine_dir, bert_dir, capsys):
+    pytest.importorskip("spacy_transformers")  # it times the baseline too (the `baseline` extra)
+    backbones = {"paths.char_backbone": str(canine_dir), "paths.subword_backbone": str(bert_dir)}
+    sents = speed_data.read_conll(conll)
+    trained = speed_data.pipeline_from_config(REPO / "configs" / "ner_cpu.cfg", backbones, sents)
+    trained.to_disk(tmp_path / "model")
+    dev = DocBin(docs=[Doc(trained.vocab, words=w, ents=t) for w, t in sents])
+    dev.to_disk(tmp_path / "dev.spacy")
+    out = tmp_path / "speed.json"
+    results = speed.main(
+        [
+            "--data",
+            str(conll),
+            "--char",
+            str(canine_dir),
+            "--subword",
+            str(bert_dir),
+            "--limit",
+            "6",
+            "--repeats",
+            "1",
+            "--batch-size",
+            "4",
+            "--lengths",
+            "300,900",
+            "--length-chars",
+            "900",
+            "--model",
+            str(tmp_path / "model"),
+            "--dev",
+            str(tmp_path / "dev.spacy"),
+            "--output",
+            str(out),
+            "--paper-shapes",
+            "--paper-layers",
+            "1",
+            "--paper-width",
+            "32",
+            "--paper-heads",
+            "2",
+            "--paper-batch",
+            "4",
+        ]
+    )
+    printed = capsys.readouterr().out
+    for title in (
+        "1. speed",
+        "2. trained pipeline",
+        "3. doc length",
+        "4. stages",
+        "5. forward multiply-adds",
+        "6. paper shapes",
+    ):
+        assert title in printed
+    for row in (
+        "entangle fp32",
+        "entangle int8",
+        "entangle bf16",
+        "spacy-transformers",
+        "co-attention",
+        "listener + ner",
+        "predict",
+        "train",
+        "measured / FLOP ratio",
+    ):
+        assert row in printed
+    assert json.loads(out.read_text(encoding="utf8")) == results
+    pipelines = results["speed"]["pipelines"]
+    assert pipelines["spacy-transformers"]["vs_baseline"] == 1.0
+    for mode in speed_data.MODES:
+        assert pipelines[f"entangle {mode}"]["words_per_second"] > 0
+        trained_mode = results["trained"]["modes"][mode]
+        assert trained_mode["score"] == "ents_f" and 0.0 <= trained_mode["ents_f"] <= 1.0
+    assert results["trained"]["modes"]["fp32"]["score_change"] == 0.0
+    assert set(results["lengths"]) == {"tweet", "300", "900"}
+    assert results["lengths"]["900"]["chars_per_doc"] >= 900
+    for _, label in speed_stages.STAGES:  # the lead's record_function labels are all seen
+        assert results["stages"][label] > 0, label
+    macs = results["flops"]["macs"]
+    assert macs["entangle fp32"] > macs["spacy-transformers"] > 0
+    paper = results["paper_shapes"]
+    assert paper["words"] > 0 and paper["shapes"] == "1 layers, 32 wide, 2 heads"
+    for step in ("predict", "train"):
+        assert paper[step]["seconds"] > 0 and paper[step]["peak_mib"] > 0
+
+
+def test_long_texts_reach_the_length(speed):
+    sents = [(text.split(), tags.split()) for text, tags in SENTENCES]
+    docs = speed_data.long_texts(sents, 500, budget=1500)
+    assert len(docs) == 3
+    assert all(speed_data.n_chars([doc]) >= 500 for doc in docs)
+
+
+def test_flops_count_fused_and_cpu_attention(speed):
+    """FlopCounterMode alone sees 0 FLOPs in nn.TransformerEncoderLayer's inference fast
+    path and in the CPU scaled_dot_product_attention kernel."""
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True).eval()
+    x = torch.randn(2, 5, 16)
+
+    def predict(_docs):
+        with torch.inference_mode():
+            layer(x)
+
+    linear = 2 * 2 * 5 * (4 * 16 * 16 + 2 * 16 * 32)  # q, k, v, out + the two FFN layers
+    attention = 2 * 2 * 2 * (2 * 5 * 5 * 8)  # QK^T and AV, 2 heads of 8
+    assert speed_flops.forward_flops(predict, [None], 1) == linear + attention
+    assert torch.backends.mha.get_fastpath_enabled()  # restored
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--model", "m"], "--model and --dev go together"),
+        (["--lengths", "1k"], "--lengths must be comma-separated integers"),
+        (["--repeats", "0"], "--repeats must be >= 1"),
+        (["--limit", "-1"], "--limit must be >= 0"),
+    ],
+)
+def test_bad_arguments_name_the_option(speed, conll, argv, message, capsys):
+    with pytest.raises(SystemExit):
+        speed.parse_args(["--data", str(conll), *argv])
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--pipelines", "nameless"], "expected NAME=DIR"),
+        (["--pipelines", "a=b", "--repeats", "0"], "--repeats must be >= 1"),
+        ([], "the following arguments are required: --pipelines"),
+    ],
+)
+def test_compare_bad_arguments_name_the_option(conll, argv, message, capsys):
+    with pytest.raises(SystemExit):
+        speed_compare.parse_args(["--data", str(conll), *argv])
+    assert message in capsys.readouterr().err
+
+
+def test_model_without_entangle_is_refused(speed, tmp_path):
+    with pytest.raises(ValueError, match="not a spaCy pipeline directory"):
+        speed_data.entangle_name(tmp_path)
+
+
+def test_pipelines_side_by_side(speed, tmp_path, capsys):
+    nlp = spacy.blank("en")
+    docs = [nlp.make_doc(f"tweet number {i} from @someone about New York") for i in range(30)]
+    DocBin(docs=docs).to_disk(tmp_path / "dev.spacy")
+    for name, pipes in [("a", ["sentencizer"]), ("b", ["sentencizer", "entity_ruler"])]:
+        pipeline = spacy.blank("en")
+        for pipe in pipes:
+            pipeline.add_pipe(pipe)
+        pipeline.to_disk(tmp_path / name)
+    out = tmp_path / "speed.json"
+    results = speed_compare.main(
+        [
+            "--data",
+            str(tmp_path / "dev.spacy"),
+            "--limit",
+            "0",
+            "--repeats",
+            "2",
+            "--output",
+            str(out),
+            "--pipelines",
+            f"first={tmp_path / 'a'}",
+            f"missing={tmp_path / 'nope'}",
+            f"second={tmp_path / 'b'}",
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert "missing: no" in printed and "speed ratio first : second" in printed
+    part = json.loads(out.read_text())["pipelines"]
+    assert part == results["pipelines"] and "speed" not in results  # only this part ran
+    assert part["reference"] == "first" and list(part["models"]) == ["first", "second"]
+    assert part["words"] == sum(len(d) for d in docs) and part["docs"] == 30
+    assert part["models"]["first"]["relative_to_reference"] == 1.0
+    assert all(m["words_per_second"] > 0 for m in part["models"].values())
+
+
+def test_compare_reads_the_pipelines_from_a_file(tmp_path, capsys):
+    """The project writes its trained pipelines' paths (scripts/variants.py pipelines) and
+    passes the file as @FILE: the benchmark knows no folder layout."""
+    nlp = spacy.blank("en")
+    DocBin(docs=[nlp.make_doc("one tweet about Paris")]).to_disk(tmp_path / "dev.spacy")
+    nlp.to_disk(tmp_path / "b")
+    listed = tmp_path / "pipelines.txt"
+    listed.write_text(f"absent={tmp_path / 'nope'}\nbaseline={tmp_path / 'b'}\n", encoding="utf8")
+    results = speed_compare.main(["--data", str(tmp_path / "dev.spacy"), "--repeats", "1", "--pipelines", f"@{listed}"])
+    assert list(results["pipelines"]["models"]) == ["baseline"]
+    assert "absent: no" in capsys.readouterr().out
+
+
+def test_conll_is_read_by_the_converters_reader(tmp_path):
+    """The benchmarks read CoNLL as `convert` does: a bad tag is an error naming its line
+    (a laxer copy read it as a word), an orphan I- tag is read as B-."""
+    bad = tmp_path / "bad.conll"
+    bad.write_text("Paris\tB-location\nrocks\tLOC\n", encoding="utf8")
+    with pytest.raises(ValueError, match=r"bad.conll:2.*invalid tag 'LOC'"):
+        speed_data.read_conll(bad)
+    orphan = tmp_path / "orphan.conll"
+    orphan.write_text("in\tO\nNew\tI-location\nYork\tI-location\n", encoding="utf8")
+    assert speed_data.read_conll(orphan) == [(["in", "New", "York"], ["O", "B-location", "I-location"])]
+
+
+def test_modes_are_the_components_inference_modes():
+    from spacy_entangle.modeling.inference import INFERENCE_MODES
+
+    assert speed_data.MODES is INFERENCE_MODES
+
+
+def test_spacy_corpus_gives_words_and_bio_tags(speed, tmp_path):
+    nlp = spacy.blank("en")
+    doc = nlp.make_doc("Anna flew to New York")
+    doc.ents = [doc.char_span(0, 4, "person"), doc.char_span(13, 21, "location")]
+    DocBin(docs=[doc, nlp.make_doc("")]).to_disk(tmp_path / "dev.spacy")
+    assert speed_data.read_sentences(tmp_path / "dev.spacy") == [
+        (["Anna", "flew", "to", "New", "York"], ["B-person", "O", "O", "B-location", "I-location"])
+    ]

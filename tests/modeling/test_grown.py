@@ -1,0 +1,154 @@
+"""The grown character encoder (modeling/grown.py, issue 25): word segmentation, the copied
+layers, padding invariance, Hugging Face loading, and use as an entangle char_backbone."""
+
+import shutil
+
+import numpy
+import pytest
+import spacy
+import torch
+from _pipelines import build, train
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+from spacy_entangle.modeling.grown import GrownCharModel, grow_char_encoder, segment
+from spacy_entangle.tokenization import CharSpec, SubwordSpec, configure_windows, prepare_docs
+from tests.tokenization.test_alignment import HARD_TEXTS, _check
+
+
+@pytest.fixture(scope="module")
+def grown_dir(tmp_path_factory, bert_dir):
+    out = tmp_path_factory.mktemp("grown")
+    grow_char_encoder(bert_dir, out, k=1, char_width=32, char_heads=2, hash_buckets=512, seed=0)
+    return out
+
+
+@pytest.fixture(scope="module")
+def grown_model(grown_dir):
+    return AutoModel.from_pretrained(grown_dir).eval()
+
+
+def _batch(spec, texts, extra=0):
+    ids = [spec.encode(t) for t in texts]
+    length = max(len(x) for x in ids) + extra
+    arr = numpy.zeros((len(ids), length), dtype="int64")
+    mask = numpy.zeros_like(arr)
+    for i, x in enumerate(ids):
+        arr[i, : len(x)], mask[i, : len(x)] = x, 1
+    return torch.from_numpy(arr), torch.from_numpy(mask), [len(x) for x in ids]
+
+
+def _words(spec, text):
+    ids, mask, _ = _batch(spec, [text])
+    seg = segment(ids, mask, 24)
+    full = "\ue000" + text + "\ue001"
+    words = {}
+    for j, ch in enumerate(full):
+        if int(seg.word[0, j]) >= 0:
+            words.setdefault(int(seg.word[0, j]), []).append(ch)
+    return ["".join(w) for w in words.values()], seg.context[0].tolist()
+
+
+def test_words_split_punctuation_keep_zwj_sequences_and_whitespace_reads_the_word_before(grown_dir):
+    spec = CharSpec.from_config(AutoConfig.from_pretrained(grown_dir))
+    words, context = _words(spec, "Hi, @you 👩‍👩‍👧‍👦 cafe\u0301  東京")
+    assert words == ["\ue000", "Hi", ",", "@", "you", "👩‍👩‍👧‍👦", "cafe\u0301", "東", "京", "\ue001"]
+    assert context[4] == context[3], "the space after ',' reads ','"
+    long_words, _ = _words(spec, "a" * 50)
+    assert long_words[1:-1] == ["a" * 24, "a" * 24, "a" * 2]
+    assert _words(spec, "   ")[0] == ["\ue000", "\ue001"]
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta"])
+def test_copied_layers_equal_the_teachers_bit_for_bit(kind, request, tmp_path):
+    sub_dir = request.getfixturevalue(f"{kind}_dir")
+    teacher = AutoModel.from_pretrained(sub_dir).state_dict()
+    grow_char_encoder(sub_dir, tmp_path, k=1, char_width=32, char_heads=2, hash_buckets=512)
+    for model in (
+        grow_char_encoder(sub_dir, k=1, char_width=32, char_heads=2, hash_buckets=512),
+        AutoModel.from_pretrained(tmp_path),
+    ):
+        words = model.words.state_dict()
+        layer_keys = [k for k in words if k.startswith("encoder.layer.")]
+        assert layer_keys and all(torch.equal(words[k], teacher[k]) for k in layer_keys)
+        for name in ("embeddings.position_embeddings.weight", "embeddings.LayerNorm.weight"):
+            assert torch.equal(words[name], teacher[name])
+        tok = AutoTokenizer.from_pretrained(sub_dir)
+        assert torch.equal(model.cls_word.data, teacher["embeddings.word_embeddings.weight"][tok.cls_token_id])
+    # RoBERTa's positions start after its pad id: 514 entries hold 512 words
+    assert CharSpec.from_config(model.config).max_length == 512
+
+
+def test_k_is_checked(bert_dir):
+    with pytest.raises(ValueError, match="k must be"):
+        grow_char_encoder(bert_dir, k=3, char_width=32, char_heads=2)
+
+
+def test_loads_with_automodel_after_import_and_has_a_char_spec(grown_dir):
+    model = AutoModel.from_pretrained(grown_dir)
+    assert isinstance(model, GrownCharModel)
+    assert (grown_dir / "model.safetensors").exists()
+    spec = CharSpec.from_config(model.config)
+    assert (spec.cls_id, spec.sep_id, spec.pad_id, spec.pad_multiple) == (0xE000, 0xE001, 0, 1)
+    assert spec.max_length == 512  # the words run over BERT's 512 positions
+
+
+def test_outputs_do_not_depend_on_padding(grown_dir):
+    model = AutoModel.from_pretrained(grown_dir).eval()
+    spec = CharSpec.from_config(model.config)
+    texts = ["so sad 😢 #bowie", "a much longer tweet, with punctuation!!! and 👩‍👩‍👧‍👦 " * 4, " ", ""]
+    ids, mask, lengths = _batch(spec, texts, extra=7)
+    with torch.no_grad():
+        batched = model(input_ids=ids, attention_mask=mask).last_hidden_state
+        for i, n in enumerate(lengths):
+            alone = model(input_ids=ids[i : i + 1, :n], attention_mask=mask[i : i + 1, :n]).last_hidden_state
+            assert torch.allclose(alone[0], batched[i, :n], atol=1e-5), texts[i]
+    assert batched.shape[-1] == model.config.hidden_size
+
+
+def test_alignment_rules_hold_for_hard_text(grown_dir, bert_dir):
+    chars = CharSpec.from_config(AutoConfig.from_pretrained(grown_dir))
+    sub = SubwordSpec.from_tokenizer(AutoTokenizer.from_pretrained(bert_dir), AutoConfig.from_pretrained(bert_dir))
+    nlp = spacy.blank("en")
+    for text in HARD_TEXTS:
+        doc = nlp(text)
+        windows, (align,) = prepare_docs([doc], sub, chars, configure_windows(max_pieces=16, max_chars=24))
+        _check(doc, windows, align, sub, chars)
+
+
+def test_plugs_into_a_pipeline_and_loads_offline_without_backbones(tmp_path, bert_dir, grown_dir):
+    char_dir, sub_dir = tmp_path / "grown", tmp_path / "bert"
+    shutil.copytree(grown_dir, char_dir)
+    shutil.copytree(bert_dir, sub_dir)
+    nlp = build(char_dir, sub_dir, components=("ner", "tagger"), side="char")
+    losses = train(nlp, n_steps=4)
+    assert losses[-1]["tagger"] < losses[0]["tagger"]
+    texts = ["hi 👩‍👩‍👧‍👦 ok", "@john went to Paris!!!", "   ", "two  spaces\tand tabs"]
+    before = [doc.to_array(["TAG", "ENT_IOB"]) for doc in nlp.pipe(texts)]
+    nlp.to_disk(tmp_path / "pipeline")
+    shutil.rmtree(char_dir)
+    shutil.rmtree(sub_dir)
+    loaded = spacy.load(tmp_path / "pipeline")
+    after = [doc.to_array(["TAG", "ENT_IOB"]) for doc in loaded.pipe(texts)]
+    assert all(numpy.array_equal(a, b) for a, b in zip(before, after))
+    # one doc alone and batched with a long one: the same char-side vectors
+    long_text = "a long one, with many words and 😀 emoji " * 10
+    alone = loaded.get_pipe("entangle").predict([loaded.make_doc(texts[0])])
+    batched = loaded.get_pipe("entangle").predict([loaded.make_doc(texts[0]), loaded.make_doc(long_text)])
+    numpy.testing.assert_allclose(alone[0].char, batched[0].char, atol=1e-4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=st.text(max_size=60))
+def test_any_unicode_gets_one_finite_state_per_character_and_aligns(grown_model, bert_dir, text):
+    model = grown_model
+    chars = CharSpec.from_config(model.config)
+    ids, mask, _ = _batch(chars, [text])
+    with torch.no_grad():
+        states = model(input_ids=ids, attention_mask=mask).last_hidden_state
+    assert states.shape == (1, len(text) + 2, model.config.hidden_size) and torch.isfinite(states).all()
+    sub = SubwordSpec.from_tokenizer(AutoTokenizer.from_pretrained(bert_dir), AutoConfig.from_pretrained(bert_dir))
+    doc = spacy.blank("en")(text)
+    windows, (align,) = prepare_docs([doc], sub, chars, configure_windows(max_pieces=16, max_chars=24))
+    _check(doc, windows, align, sub, chars)

@@ -1,0 +1,591 @@
+"""The weasel project in project/ (WNUT-17 NER), driven for real through `python -m weasel run`.
+
+Fast: project.yml validity, asset checksums against the local copy, the offline `data`
+command, the dry run of `all`, variants.yml and scripts/variants.py in-process (commands,
+resume, the table over seeds), and the helper scripts (if_exists, timed).
+Slow (marked `slow`): test_wnut_project_end_to_end, ONE tiny project run shared by every
+assert that needs one: backbones -> corpus -> train -> package on tiny backbones and a few
+WNUT-17 sentences, the wheel installed into a temporary folder and loaded with spacy.load in a
+fresh process, then train-baseline, noisy-dev, evaluate-noisy and compare.
+Each copies project/ and configs/ to a temporary folder: the checkout is never written.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import srsly
+from _weasel import offline_env, weasel
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT = ROOT / "project"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+WNUT = SHARED / "wnut17"
+TWEETS = SHARED / "tweets_unlabeled"
+
+needs_wnut = pytest.mark.skipif(not (WNUT / "train.conll").exists(), reason="no ../shared/data/wnut17")
+
+# tiny backbones and budget for the end-to-end runs
+TINY_VARS = {
+    "subword_backbone": "bert",
+    "subword_dir": "backbones/tiny-bert",
+    "char_random_dir": "backbones/tiny-canine",
+    "pretrain_steps": 2,
+    "char_layers": 1,
+    "char_width": 32,
+    "char_heads": 2,
+    "max_steps": 4,
+    "eval_frequency": 2,
+    "package_version": "0.0.1",
+    "plugin_src": str(ROOT),  # the project runs from a copy: build the plugin from the checkout
+}
+TINY_ENV = {
+    "ENTANGLE_SUBWORD_BACKBONE_ARGS": "--layers 1 --width 32 --heads 2",
+    "ENTANGLE_TRAIN_ARGS": (
+        "--components.entangle.model.hidden_width 32 --components.entangle.model.n_heads 2 "
+        "--components.entangle.model.ffn_width 64 --nlp.batch_size 16 "
+        "--training.logger.progress_bar false"
+    ),
+}
+
+
+def _copy_project(dest: Path) -> Path:
+    """project/ and configs/ side by side (project.yml reads ../configs), without outputs."""
+    ignore = shutil.ignore_patterns(
+        "assets", "backbones", "corpus", "noisy", "training", "metrics", "packages", "project.lock", "__pycache__"
+    )
+    shutil.copytree(PROJECT, dest / "project", ignore=ignore)
+    shutil.copytree(ROOT / "configs", dest / "configs")
+    return dest / "project"
+
+
+def _subset(src: Path, dest: Path, n: int, skip: int = 0) -> None:
+    """The first n sentences (after skipping some) of a WNUT-17 file, lines verbatim."""
+    blocks = [b for b in src.read_text(encoding="utf8").replace("\n\t\n", "\n\n").split("\n\n") if b.strip()]
+    dest.write_text("\n\n".join(blocks[skip : skip + n]) + "\n\n", encoding="utf8")
+
+
+def _tiny_data(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    _subset(WNUT / "train.conll", folder / "train.conll", 48)
+    _subset(WNUT / "dev.conll", folder / "dev.conll", 16)
+    return folder
+
+
+def _tiny_tweets(folder: Path) -> Path:
+    """The first 64 unlabeled tweets (for a 2-step `pretrain-chars`)."""
+    folder.mkdir(parents=True)
+    lines = (TWEETS / "tweets.txt").read_text(encoding="utf8").splitlines()[:64]
+    (folder / "tweets.txt").write_text("\n".join(lines) + "\n", encoding="utf8")
+    return folder
+
+
+# ---------------------------------------------------------------------------- fast
+
+
+def test_project_yml_is_valid():
+    from weasel.util import load_project_config
+
+    cfg = load_project_config(PROJECT, overrides={"vars.wnut17_dir": "../../shared/data/wnut17"})
+    commands = {c["name"]: c for c in cfg["commands"]}
+    assert cfg["workflows"]["all"] == ["data", "backbones", "pretrain-chars", "corpus", "train", "package", "install"]
+    assert cfg["workflows"]["baseline"][-2:] == ["train-baseline", "compare"]
+    for name, steps in cfg["workflows"].items():
+        assert set(steps) <= set(commands), name
+    for name, cmd in commands.items():
+        # a command without outputs re-runs every time: only those that skip their own done work
+        assert cmd.get("outputs") or cmd.get("no_skip"), f"{name} has no outputs: it would never be skipped"
+        assert cmd.get("help")
+        # confection merges adjacent list items that are bare variables into "a, b"
+        assert not [p for p in cmd.get("deps", []) + cmd.get("outputs", []) if ", " in p], name
+    assert cfg["vars"]["package_name"] == "entangle_wnut"  # spacy package adds "en_"
+    assert "random" in commands["backbones"]["help"].lower()
+    assert commands["corpus"]["deps"] == ["../../shared/data/wnut17/"]
+    train = commands["train"]["script"][0]
+    for part in [
+        "scripts/variants.py train entangle --seeds 0",
+        "--max-steps 600",
+        "--eval-frequency 200",
+        "--gpu-id -1",
+        "--char-encoder masked",
+        "--force",
+    ]:
+        assert part in train, part
+    wheel = commands["install"]["deps"][0]
+    assert wheel == "packages/en_entangle_wnut-0.1.0/dist/en_entangle_wnut-0.1.0-py3-none-any.whl"
+    # every dependency is a file the project makes, a config, or the data folder
+    made = {o for c in commands.values() for o in c.get("outputs", [])}
+    for name, cmd in commands.items():
+        for dep in cmd.get("deps", []):
+            if dep.startswith("../configs/"):
+                assert (PROJECT / dep).exists(), dep
+            elif dep not in ("corpus", "../../shared/data/wnut17/", "meta/entangle_wnut.json", "variants.yml"):
+                assert dep in made, f"{name}: {dep} is made by no command"
+    assert (PROJECT / "meta" / "entangle_wnut.json").exists()
+    # the entangle models train on the pretrained char encoder; the random one is its start
+    assert "backbones/canine-masked/" in commands["train"]["deps"]
+    assert "--config backbones/canine-random" in commands["pretrain-chars"]["script"][0]
+    # issue 13: the shipped char encoder is a variable; `all` pretrains the one it names
+    assert cfg["vars"]["char_encoder"] == "masked" and cfg["vars"]["char_dir"] == "backbones/canine-masked"
+    assert "backbones/canine-masked/" in commands["pretrain-chars"]["outputs"]
+    distill = commands["pretrain-distill"]["script"][0]
+    for part in [
+        "backbones/canine-distilled --config backbones/canine-random",
+        "--max-steps 1600",
+        "--teacher backbones/minilm",
+        "--teacher-layers -1",
+    ]:
+        assert part in distill, part
+    assert "--max-steps 2400" in commands["pretrain-chars"]["script"][0]
+    assert {"pretrain-chars", "pretrain-distill", "noisy-dev", "train-pretraining", "compare"} <= set(
+        cfg["workflows"]["pretraining"]
+    )
+    pretraining = commands["train-pretraining"]["script"][0]
+    for name in [
+        "entangle-random",
+        "entangle-char-masked",
+        "entangle-distilled",
+        "entangle-char-distilled",
+        "entangle-grown",
+        "entangle-char-grown",
+        "baseline",
+    ]:
+        assert f" {name} " in pretraining, name
+    assert "--seeds 0,1,2" in pretraining and "--noisy noisy/dev_noise0.5.spacy" in pretraining
+    assert "--char-encoder backbones/canine-masked" in commands["package"]["script"][0]
+    assert "training/entangle/seed0/model-best" in commands["package"]["deps"]
+    distilled = load_project_config(PROJECT, overrides={"vars.char_encoder": "distilled"})
+    train_distilled = {c["name"]: c for c in distilled["commands"]}["train"]
+    assert "--char-encoder distilled" in train_distilled["script"][0]
+    assert "backbones/canine-distilled/" in train_distilled["deps"]
+    for script in [
+        "variants.py",
+        "tables.py",
+        "timed.py",
+        "if_exists.py",
+        "data.py",
+        "package_meta.py",
+        "check_package.py",
+        "plot_pretrain.py",
+    ]:
+        assert (PROJECT / "scripts" / script).exists()
+
+
+def test_every_variant_trains_with_its_settings():
+    """variants.yml is the one list of variants: each resolves to a `spacy train` command
+    with its config, char encoder, side and augmenter, and the baseline gets no entangle
+    overrides."""
+    import variants
+
+    table = variants.load_variants()
+    assert {
+        "entangle",
+        "entangle-char",
+        "entangle-masked",
+        "entangle-distilled",
+        "entangle-random",
+        "entangle-char-distilled",
+        "baseline",
+        "baseline-aug",
+        "paper",
+        "paper-baseline",
+    } <= set(table)
+
+    def command(name, **kw):
+        settings = dict(
+            output=Path("training") / name / "seed1",
+            corpus_dir=Path("corpus"),
+            configs_dir=Path("../configs"),
+            backbones_dir=Path("backbones"),
+            subword_dir=Path("backbones/minilm"),
+            char_encoder="masked",
+            max_steps=600,
+            eval_frequency=200,
+            n_coattention=1,
+            gpu_id=-1,
+            aug_level=0.4,
+            aug_rate=0.25,
+            extra=["--nlp.batch_size", "16"],
+        )
+        settings.update(kw)
+        return " ".join(variants.train_command(table[name], 1, **settings)[1:])
+
+    entangle = command("entangle")
+    for part in [
+        "train ../configs/ner_cpu.cfg --output training/entangle/seed1",
+        "--system.seed 1",
+        "--training.max_steps 600 --training.optimizer.learn_rate.total_steps 600",
+        "--paths.char_backbone backbones/canine-masked",
+        "--components.entangle.model.n_coattention 1",
+        "--components.ner.model.tok2vec.side subword",
+        "--nlp.batch_size 16",
+    ]:
+        assert part in entangle, part
+    assert "--paths.char_backbone backbones/canine-distilled" in command("entangle", char_encoder="distilled")
+    assert "--paths.char_backbone backbones/canine-random" in command("entangle-char-random", char_encoder="distilled")
+    assert "--components.ner.model.tok2vec.side char" in command("entangle-char-distilled")
+    # the grown char encoder (pretrain-grown) lives in backbones/grown, not canine-*
+    grown = command("entangle-char-grown")
+    assert "--paths.char_backbone backbones/grown " in grown + " " and "tok2vec.side char" in grown
+    assert "--paths.char_backbone backbones/grown" in command("entangle", char_encoder="grown")
+    baseline = command("baseline")
+    assert "../configs/baseline_ner_cpu.cfg" in baseline
+    assert "char_backbone" not in baseline and "entangle" not in baseline.replace("training/baseline", "")
+    augmenter = '{"@augmenters": "spacy-entangle.char_noise_augmenter.v1", "level": 0.4, "rate": 0.25}'
+    assert augmenter in command("entangle-aug") and augmenter in command("baseline-aug")
+    assert augmenter not in entangle
+    spancat = command("entangle-spancat")
+    assert "../configs/spancat_cpu.cfg" in spancat and "--components.spancat.model.tok2vec.side subword" in spancat
+    assert "components.ner" not in spancat
+    paper = command("paper", max_steps=None, eval_frequency=None)
+    assert "--paths.char_backbone google/canine-s" in paper and "--paths.subword_backbone roberta-base" in paper
+    assert "max_steps" not in paper  # the paper config's own budget
+
+
+def test_variants_file_errors_name_the_variant(tmp_path):
+    import variants
+
+    bad = tmp_path / "variants.yml"
+    for text, message in [
+        ("variants:\n  x:\n    char_encoder: masked\n", "variant 'x' names no config"),
+        ("variants:\n  x:\n    config: a.cfg\n    side: left\n", "variant 'x': side must be"),
+        ("variants:\n  x:\n    config: a.cfg\n    char_encoder: great\n", "variant 'x': char_encoder"),
+        ("variants:\n  x:\n    config: a.cfg\n    seeds: 3\n", "variant 'x': unknown keys ['seeds']"),
+    ]:
+        bad.write_text(text)
+        with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+            variants.load_variants(bad)
+    with pytest.raises(SystemExit, match="no variant"):
+        variants.main(["train", "nope", "--variants", str(PROJECT / "variants.yml"), "--dry-run"])
+    with pytest.raises(SystemExit, match="--seeds takes integers"):
+        variants.parse_seeds("0,one")
+
+
+def test_pipelines_lists_where_each_variant_trains(tmp_path):
+    """`compare` hands the speed benchmark these paths (speed_compare.py --pipelines @FILE):
+    only the project knows its folder layout."""
+    import variants
+
+    out = tmp_path / "pipelines.txt"
+    assert (
+        variants.main(
+            ["pipelines", "entangle", "baseline", "--seed", "2", "--training-dir", "tr", "--output", str(out)]
+        )
+        == 0
+    )
+    assert out.read_text(encoding="utf8").splitlines() == [
+        f"entangle={Path('tr/entangle/seed2/model-best')}",
+        f"baseline={Path('tr/baseline/seed2/model-best')}",
+    ]
+
+
+@needs_wnut
+def test_asset_checksums_match_local_copy():
+    from weasel.util import get_checksum
+
+    raw = srsly.read_yaml(PROJECT / "project.yml")
+    by_name = {Path(a["dest"]).name: a for a in raw["assets"]}
+    assert get_checksum(WNUT / "train.conll") == by_name["train.conll"]["checksum"]
+    assert get_checksum(WNUT / "dev.conll") == by_name["dev.conll"]["checksum"]
+    assert by_name["test.conll"].get("extra") is True
+    assert get_checksum(TWEETS / "tweets.txt") == by_name["tweets.txt"]["checksum"]
+    urls = [a["url"] for a in raw["assets"]]
+    assert all(
+        u.startswith(
+            (
+                "https://raw.githubusercontent.com/leondz/emerging_entities_17/",
+                "https://raw.githubusercontent.com/cardiffnlp/tweeteval/",
+            )
+        )
+        for u in urls
+    )
+
+
+@needs_wnut
+def test_data_command_offline(tmp_path):
+    project = _copy_project(tmp_path)
+    v = {"wnut17_dir": str(WNUT), "tweets_dir": str(TWEETS)}
+    _, out = weasel(project, "data", v)
+    assert out.count("Skipping download with matching checksum") == 3
+    _, out = weasel(project, "data", v)
+    assert "Skipping 'data': nothing changed" in out
+    assert not (project / "assets" / "wnut17" / "train.conll").exists()  # nothing copied
+
+
+def test_data_command_names_the_fix(tmp_path):
+    project = _copy_project(tmp_path)
+    empty = tmp_path / "nowhere"
+    empty.mkdir()
+    # an empty folder whose files can't be downloaded (no network here, or a wrong checksum
+    # elsewhere is impossible to reach): a clear hint, exit code 1
+    rc, out = weasel(project, "data", {"wnut17_dir": str(empty)}, check=False)
+    if rc == 0:  # there was network and the download worked: nothing more to check
+        return
+    assert "--vars.wnut17_dir" in out
+
+
+@needs_wnut
+def test_dry_run_of_all(tmp_path):
+    project = _copy_project(tmp_path)
+    _, out = weasel(project, "all", {"wnut17_dir": str(WNUT), "tweets_dir": str(TWEETS), "max_steps": 7}, dry=True)
+    for part in [
+        "scripts/data.py",
+        "init-backbone minilm backbones/minilm",
+        "init-backbone canine backbones/canine-random --layers 2 --width 256",
+        f"pretrain-chars {TWEETS}/tweets.txt backbones/canine-masked --config backbones/canine-random --max-steps 2400",
+        "scripts/plot_pretrain.py backbones/canine-masked/pretrain_log.jsonl metrics/pretrain_chars.png",
+        "-m spacy_entangle convert",
+        "scripts/variants.py train entangle --seeds 0 --char-encoder masked --subword-dir backbones/minilm --n-coattention 1 --max-steps 7",
+        "-m spacy package training/entangle/seed0/model-best packages --name entangle_wnut",
+        "-m build --wheel --no-isolation --outdir packages ..",
+        "pip uninstall -y -q en_entangle_wnut",
+        "pip install --find-links packages packages/en_entangle_wnut-0.1.0/dist/",
+        "scripts/check_package.py en_entangle_wnut",
+    ]:
+        assert part in out, part
+
+
+def test_if_exists_and_timed(tmp_path):
+    scripts = PROJECT / "scripts"
+    stale = tmp_path / "stale.json"
+    stale.write_text("{}")
+    marker = tmp_path / "ran.txt"
+    cmd = ["python", "-c", f"open({str(marker)!r}, 'w').write('x')"]
+    r = subprocess.run(
+        [sys.executable, scripts / "if_exists.py", tmp_path / "missing", "--else-remove", stale, "--", *cmd],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0 and "skipped" in r.stdout
+    assert not stale.exists() and not marker.exists()
+    r = subprocess.run([sys.executable, scripts / "if_exists.py", tmp_path, "--", *cmd], capture_output=True, text=True)
+    assert r.returncode == 0 and marker.exists()
+    r = subprocess.run(
+        [sys.executable, scripts / "if_exists.py", tmp_path, "--", "python", "-c", "raise SystemExit(3)"]
+    )
+    assert r.returncode == 3
+    # timed: JSON only on success, the command's exit code passed on
+    out = tmp_path / "m" / "t.json"
+    r = subprocess.run(
+        [sys.executable, scripts / "timed.py", out, "--", "python", "-c", "print('hi')"], capture_output=True, text=True
+    )
+    assert r.returncode == 0 and "hi" in r.stdout
+    record = json.loads(out.read_text())
+    assert record["seconds"] >= 0 and record["command"][:2] == ["-c", "print('hi')"]
+    r = subprocess.run(
+        [sys.executable, scripts / "timed.py", out, "--", "python", "-c", "raise SystemExit(5)"],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 5 and not out.exists()
+
+
+def _scores(f, p, r, per_type):
+    return {
+        "token_acc": 1.0,
+        "ents_p": p,
+        "ents_r": r,
+        "ents_f": f,
+        "ents_per_type": {k: {"p": v, "r": v, "f": v} for k, v in per_type.items()},
+        "speed": 1000.0,
+    }
+
+
+def test_compare_over_seeds(tmp_path):
+    """variants.py compare: one row per variant with metrics, in variants.yml's order, mean ±
+    sample spread over its seeds, clean and noisy, the drop relative to the baseline's."""
+    import variants
+
+    m = tmp_path / "metrics"
+    for name, seeds in {
+        "entangle": [(0.50, 0.40), (0.54, 0.42)],
+        "entangle-char": [(0.31, None)],
+        "baseline": [(0.45, 0.25), (0.47, 0.27), (0.49, 0.29)],
+    }.items():
+        (m / name).mkdir(parents=True)
+        for seed, (clean, noisy) in enumerate(seeds):
+            p, r = (0.6, 0.43) if name == "entangle" else (0.35, 0.28) if name == "entangle-char" else (0.5, 0.4)
+            srsly.write_json(m / name / f"seed{seed}_dev.json", _scores(clean, p, r, {"person": clean}))
+            if noisy is not None:
+                srsly.write_json(m / name / f"seed{seed}_dev_noise0.5.json", _scores(noisy, p, r, {}))
+            if name == "entangle":
+                srsly.write_json(m / name / f"seed{seed}_train_time.json", {"seconds": 754.2})
+    srsly.write_json(
+        m / "speed.json",
+        {
+            "pipelines": {
+                "words": 15733,
+                "device": "cpu",
+                "batch_size": 64,
+                "models": {"entangle": {"words_per_second": 812.4}, "baseline": {"words_per_second": 1624.8}},
+            }
+        },
+    )
+    assert variants.main(["compare", "--metrics-dir", str(m)]) == 0
+    table = (m / "compare.md").read_text()
+    lines = [line for line in table.splitlines() if line.startswith("|")]
+    assert lines[0] == (
+        "| model | seeds | dev F1 | P | R | F1 per seed | noisy F1 @0.5 | drop @0.5 | "
+        "drop / baseline's | train time | words/s |"
+    )
+    assert lines[2] == (
+        "| entangle | 2 | 52.0 ± 2.8 | 60.0 | 43.0 | 50.0 / 54.0 | 41.0 ± 1.4 | 11.0 ± 1.4 | 0.55 | 12m 34s | 812 |"
+    )
+    assert lines[3] == "| entangle-char | 1 | 31.0 | 35.0 | 28.0 | 31.0 | – | – | – | – | – |"
+    assert lines[4] == (
+        "| baseline | 3 | 47.0 ± 2.0 | 50.0 | 40.0 | 45.0 / 47.0 / 49.0 | 27.0 ± 2.0 | 20.0 ± 0.0 | 1.00 | – | 1,625 |"
+    )
+    assert len(lines) == 5
+    png = (m / "compare.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    # nothing to compare: a clear error
+    with pytest.raises(SystemExit, match="no metrics"):
+        variants.main(["compare", "--metrics-dir", str(tmp_path / "none")])
+
+
+def test_variants_resume_and_retrain(tmp_path, monkeypatch):
+    """A seed trained by the same command is skipped; another command (budget) retrains it and
+    its old metrics go first; `evaluate` skips seeds that were never trained. (The training
+    subprocess is replaced by one that records its command: the real run is the end-to-end
+    test's.)"""
+    import variants
+
+    calls = []
+
+    def fake_run(cmd):  # [python, timed.py, TIME.json, "--", python, -m, spacy, train, ...]
+        calls.append(cmd)
+        out = Path(cmd[cmd.index("--output") + 1])
+        (out / "model-best").mkdir(parents=True, exist_ok=True)
+        Path(cmd[2]).parent.mkdir(parents=True, exist_ok=True)
+        Path(cmd[2]).write_text(json.dumps({"command": cmd[5:]}))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(variants.subprocess, "run", fake_run)
+    monkeypatch.setattr(
+        variants,
+        "evaluate",
+        lambda model, sets, outputs, gpu: [srsly.write_json(outputs[k], {"ents_f": 0.5}) for k in sets],
+    )
+    monkeypatch.chdir(tmp_path)
+    args = ["train", "baseline", "--seeds", "0,1", "--max-steps", "5"]
+    assert variants.main(args) == 0 and len(calls) == 2
+    assert Path("metrics/baseline/seed1_dev.json").exists()
+    assert variants.main(args) == 0 and len(calls) == 2  # done: nothing re-runs
+    srsly.write_json(Path("metrics/baseline/seed1_dev_noise0.5.json"), {"ents_f": 0.1})
+    assert variants.main(args[:-1] + ["6"]) == 0 and len(calls) == 4  # another budget: retrained
+    assert not Path("metrics/baseline/seed1_dev_noise0.5.json").exists()  # its stale metrics gone
+    assert variants.main(args[:-1] + ["6", "--force"]) == 0 and len(calls) == 6
+    assert variants.main(["evaluate", "entangle", "--seeds", "0"]) == 0 and len(calls) == 6
+
+
+# ---------------------------------------------------------------------------- slow
+
+
+@pytest.mark.slow
+@needs_wnut
+def test_wnut_project_end_to_end(tmp_path):
+    """The main job on tiny backbones: data, backbones, corpus, train (+ its evaluation),
+    package (weasel for real), then the wheel installed into a temporary folder and loaded by
+    name in a fresh process; then the `baseline` workflow's train-baseline, the noisy dev
+    copies and their evaluation, speed and compare: one tiny project run for every assert
+    that needs one.
+    Needs the `entangle` component and `init-backbone` (spacy_entangle)."""
+    project = _copy_project(tmp_path)
+    data = _tiny_data(tmp_path / "wnut17")
+    v = dict(TINY_VARS, wnut17_dir=str(data), tweets_dir=str(_tiny_tweets(tmp_path / "tweets")))
+    for command in ["backbones", "pretrain-chars", "corpus", "train", "package"]:
+        _, out = weasel(project, command, v, env=TINY_ENV)
+        if command == "corpus":
+            assert "48 docs" in out and "16 docs" in out and "skipped (no" in out  # no test.conll
+    assert (project / "backbones" / "tiny-bert").is_dir() and (project / "backbones" / "tiny-canine").is_dir()
+    pretrained = json.loads((project / "backbones" / "canine-masked" / "config.json").read_text())
+    assert pretrained["spacy_entangle_note"].startswith("pretrained by") and pretrained["hidden_size"] == 32
+    assert (project / "metrics" / "pretrain_chars.png").read_bytes()[:4] == b"\x89PNG"
+    metrics = json.loads((project / "metrics" / "entangle" / "seed0_dev.json").read_text())
+    assert {"ents_p", "ents_r", "ents_f", "ents_per_type"} <= set(metrics)
+    assert not (project / "metrics" / "entangle" / "seed0_test.json").exists()
+    timing = json.loads((project / "metrics" / "entangle" / "seed0_train_time.json").read_text())
+    assert timing["seconds"] > 0 and "--system.seed" in timing["command"]
+    wheel = project / "packages" / "en_entangle_wnut-0.0.1" / "dist" / "en_entangle_wnut-0.0.1-py3-none-any.whl"
+    assert wheel.exists()
+    # the spacy-entangle wheel beside it: `pip install --find-links packages` resolves the requirement
+    assert list((project / "packages").glob("spacy_entangle-*-py3-none-any.whl"))
+    meta = json.loads((project / "packages" / "en_entangle_wnut-0.0.1" / "meta.json").read_text())
+    assert meta["name"] == "entangle_wnut" and meta["lang"] == "en" and meta["version"] == "0.0.1"
+    assert any(r.startswith("spacy-entangle>=") for r in meta["requirements"])
+    assert meta["performance"]["ents_f"] == metrics["ents_f"]
+    assert meta["sources"][0]["license"] == "CC BY 4.0"
+    # the model card: spaCy's README under the Hugging Face metadata header
+    card = (project / "packages" / "en_entangle_wnut-0.0.1" / "README.md").read_text(encoding="utf8")
+    header = srsly.yaml_loads(card.split("---\n")[1])
+    assert header["library_name"] == "spacy" and header["language"] == ["en"] and header["license"] == "cc-by-4.0"
+    assert header["model-index"][0]["results"][0]["metrics"][2] == {
+        "name": "NER F1",
+        "type": "f1",
+        "value": round(metrics["ents_f"], 4),
+    }
+    assert "# Details: en_entangle_wnut" in card or "en_entangle_wnut" in card.split("---\n", 2)[2]
+    # unchanged inputs: nothing re-runs
+    for command in ["corpus", "train", "package"]:
+        _, out = weasel(project, command, v, env=TINY_ENV)
+        assert f"Skipping '{command}': nothing changed" in out
+    # a changed setting re-runs
+    _, out = weasel(project, "train", dict(v, max_steps=3), env=TINY_ENV, dry=True)
+    assert "Skipping" not in out
+    # the wheel, installed into a folder of its own (not this environment), loaded by name
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = offline_env({"PYTHONPATH": str(site)})
+    aside = tmp_path / "backbones-aside"  # the package must not need the backbone folders
+    (project / "backbones").rename(aside)
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(project / "scripts" / "check_package.py"),
+            "en_entangle_wnut",
+            "--output",
+            str(tmp_path / "installed.json"),
+        ],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    installed = json.loads((tmp_path / "installed.json").read_text())
+    assert installed["pipeline"] == ["entangle", "ner"]
+    assert installed["location"].startswith(str(site))
+    code = (
+        "import spacy; nlp = spacy.load('en_entangle_wnut'); doc = nlp('Empire State Building = ESB'); "
+        "print(len(doc), sorted(nlp.get_pipe('ner').labels))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "5 ['corporation', 'creative-work', 'group', 'location', 'person', 'product']" in r.stdout
+    # the baseline workflow's own commands on the same tiny subword backbone
+    aside.rename(project / "backbones")
+    for command in ["train-baseline", "noisy-dev", "evaluate-noisy", "compare"]:
+        _, out = weasel(project, command, v, env=TINY_ENV)
+    assert (project / "training" / "baseline" / "seed0" / "model-best" / "meta.json").exists()
+    baseline = json.loads((project / "metrics" / "baseline" / "seed0_dev.json").read_text())
+    assert {"ents_p", "ents_r", "ents_f", "ents_per_type"} <= set(baseline)
+    _, out = weasel(project, "train-baseline", v, env=TINY_ENV)
+    assert "Skipping 'train-baseline': nothing changed" in out
+    for name in ("entangle", "baseline"):  # the real evaluation on the noisy copies
+        noisy = json.loads((project / "metrics" / name / "seed0_dev_noise0.5.json").read_text())
+        assert "ents_f" in noisy
+    table = (project / "metrics" / "compare.md").read_text()
+    assert "| entangle | 1 |" in table and "| baseline | 1 |" in table and "entangle-char" not in table
+    assert "noisy F1 @0.5" in table and "drop / baseline's" in table
+    speed = json.loads((project / "metrics" / "speed.json").read_text())
+    assert set(speed["pipelines"]["models"]) == {"entangle", "baseline"}
+    assert (project / "metrics" / "compare.png").exists()
