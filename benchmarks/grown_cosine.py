@@ -10,7 +10,7 @@ reading the attacked text (how far the subword encoder's own states move under a
 Word state: the mean over the word's characters of the middle copied layer's word state
 ("mid") and of the per-character output ("last"); the teacher's: the mean over its pieces.
 
-    OMP_NUM_THREADS=1 python benchmarks/grown_cosine.py /tmp/h4_run/grown \\
+    OMP_NUM_THREADS=1 python benchmarks/grown_cosine.py project/backbones/grown \\
         ../shared/data/tweets_unlabeled/tweets.txt --n 500 --noise 0.5
 """
 
@@ -38,10 +38,11 @@ def main() -> None:
     from transformers import AutoModel
 
     from spacy_entangle.noise.attacks import ATTACKS
+    from spacy_entangle.pretraining.checkpoint import CHECKPOINT
     from spacy_entangle.pretraining.data import read_texts, split_dev
     from spacy_entangle.pretraining.distill import Teacher
     from spacy_entangle.pretraining.grow import GrownPretrainer, new_grown, teacher_layers, word_cosines
-    from spacy_entangle.pretraining.loop import CHECKPOINT, PretrainSettings
+    from spacy_entangle.pretraining.settings import PretrainSettings
 
     state = json.loads((args.encoder / CHECKPOINT / "state.json").read_text(encoding="utf8"))
     settings = PretrainSettings(**state["settings"])

@@ -8,6 +8,7 @@ stay independent of each other, and this module imports nothing."""
 
 CLS = 0xE000  # the [CLS] codepoint (57344)
 SEP = 0xE001  # the [SEP] codepoint (57345)
+MASK = 0xE003  # the [MASK] codepoint (57347) of masked-character pretraining
 HASH_FUNCTIONS = 8  # CanineConfig.num_hash_functions: the width is split into 8 shards
 HASH_BUCKETS = 16384  # CanineConfig.num_hash_buckets of canine-s
 DOWNSAMPLING = 4  # CanineConfig.downsampling_rate

@@ -27,7 +27,6 @@ import numpy
 from .. import canine
 from ..noise.attacks import ATTACKS, MIN_LENGTH, perturb_word
 
-CANINE_MASK = 0xE003  # CANINE's [MASK] codepoint (private use area, like CLS/SEP)
 PAD_ID = 0
 IGNORE = -100  # torch cross_entropy's ignore_index
 UNK_CLASS = 0  # characters outside the output vocabulary
@@ -219,7 +218,7 @@ def make_batch(
         mlm_t = numpy.where(mask, vocab.classes(noisy), IGNORE)
         roll = np_rng.random(len(noisy))
         inputs = ids.copy()
-        inputs[mask & (roll < 0.8)] = CANINE_MASK
+        inputs[mask & (roll < 0.8)] = canine.MASK
         swap = mask & (roll >= 0.8) & (roll < 0.9)
         if swap.any() and vocab.codepoints:
             inputs[swap] = numpy.asarray(vocab.codepoints)[np_rng.integers(0, len(vocab.codepoints), int(swap.sum()))]

@@ -7,7 +7,7 @@ the mean of each word's character states (distill.py). Only the encoder is kept 
 the heads are pretraining tools.
 """
 
-from typing import TYPE_CHECKING, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple, Union
 
 import torch
 from torch import nn
@@ -18,6 +18,8 @@ from .distill import DistillHead, distill_loss, pool_words
 
 if TYPE_CHECKING:  # transformers is imported where a model is built, not with the package
     from transformers import PreTrainedModel
+
+    from .grow import GrownPretrainer
 
 
 class CharPredictionHead(nn.Module):
@@ -83,3 +85,7 @@ class CharPretrainer(nn.Module):
                 result["distill_n"] = word_found.sum().detach()
         result["loss"] = total
         return result
+
+
+# what a run trains: an encoder (kept afterwards) and its heads or stage losses (not kept)
+Pretrainer = Union[CharPretrainer, "GrownPretrainer"]

@@ -13,10 +13,12 @@ from _cli import cli
 from _pipelines import build, train
 from transformers import AutoModel, CanineModel
 
+from spacy_entangle import canine
 from spacy_entangle.backbone_dirs import RANDOM_NOTE, sample_lines
 from spacy_entangle.pretraining import PretrainSettings, pretrain_chars
+from spacy_entangle.pretraining.card import PRETRAINED_NOTE
+from spacy_entangle.pretraining.checkpoint import LOG_NAME
 from spacy_entangle.pretraining.data import (
-    CANINE_MASK,
     EOW_CLASS,
     IGNORE,
     CharVocab,
@@ -27,7 +29,7 @@ from spacy_entangle.pretraining.data import (
     noisy_example,
     read_texts,
 )
-from spacy_entangle.pretraining.loop import LOG_NAME, PRETRAINED_NOTE, new_encoder
+from spacy_entangle.pretraining.encoders import new_encoder
 from spacy_entangle.pretraining.model import CharPretrainer
 
 
@@ -77,7 +79,7 @@ def test_batch_targets_are_the_clean_characters():
         assert scored.any() and not scored[0] and not scored[n + 1 :].any()
         for pos in numpy.flatnonzero(scored):
             assert batch.mlm_targets[row, pos] == vocab.index.get(ord(text[pos - 1]), 0)
-        hidden = batch.input_ids[row] == CANINE_MASK
+        hidden = batch.input_ids[row] == canine.MASK
         assert (scored | ~hidden).all()  # MASK only where a target is
     assert (batch.noisy_targets == IGNORE).all()  # noise off
 

@@ -1,0 +1,71 @@
+"""The result of a run: the encoder as a plain Hugging Face directory (config.json +
+model.safetensors) that ``char_backbone`` accepts as it is, and its model card. config.json
+records the steps actually run (``spacy_entangle_pretraining``), so a run cut short by the
+time cap is visible downstream."""
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Dict, Sequence
+
+from ..backbone_dirs.model_card import write_model_card
+from .checkpoint import CHECKPOINT, LOG_NAME
+from .model import Pretrainer
+from .settings import PretrainSettings
+
+PRETRAINED_NOTE = "pretrained by `python -m spacy_entangle pretrain-chars`"
+
+
+def write_model(
+    out: Path,
+    model: Pretrainer,
+    settings: PretrainSettings,
+    stats: Dict[str, int],
+    n_dev: int,
+    texts: Sequence[Path],
+    entry: Dict[str, Any],
+    config: str,
+) -> None:
+    encoder = model.encoder
+    objective = " + ".join(settings.objectives())
+    steps = int(entry["step"])
+    cut_short = entry["stopped_by"] == "max_minutes" and bool(settings.max_steps)
+    encoder.config.spacy_entangle_note = f"{PRETRAINED_NOTE}: {steps} steps, {objective}"
+    # read by the project's package_meta.py: the steps actually run travel with the weights
+    encoder.config.spacy_entangle_pretraining = {
+        "steps": steps,
+        "planned_steps": settings.max_steps,
+        "max_minutes": settings.max_minutes,
+        "stopped_by": entry["stopped_by"],
+        "objectives": settings.objectives(),
+        "teacher": settings.init_from if settings.growing else (settings.teacher if settings.distilling else None),
+    }
+    encoder.save_pretrained(out, safe_serialization=True)
+    figures = "\n".join(f"- {k}: {v}" for k, v in entry.items())
+    used = "\n".join(f"- {k}: {v}" for k, v in asdict(settings).items())
+    data = "\n".join(f"- {k}: {v}" for k, v in stats.items())
+    warning = (
+        (
+            f"**Stopped by the time cap ({settings.max_minutes} min) after {steps} of {settings.max_steps} planned "
+            f"steps.** `--resume` with a larger `--max-minutes` finishes it.\n\n"
+        )
+        if cut_short
+        else ""
+    )
+    grown = encoder.config.model_type != "canine"
+    write_model_card(
+        out,
+        "Character encoder grown from a subword encoder by spacy-entangle"
+        if grown
+        else "CANINE-style character encoder pretrained by spacy-entangle",
+        f"{warning}Self-supervised on {', '.join(str(t) for t in texts)} ({stats['documents']} documents, "
+        f"{n_dev} held out for the dev figures), {steps} steps. Objective: {objective}. Started from: {config}.\n\n"
+        f"Use it as `char_backbone` (paths.char_backbone = this directory). The prediction heads are "
+        f"not kept; `{CHECKPOINT}/` holds what `--resume` needs.\n\n"
+        f"## Last log entry\n{figures}\n\n## Settings\n{used}\n\n## Text\n{data}\n\n"
+        f"The loss curve is {LOG_NAME} (one JSON object per logged step).",
+        tags=(
+            ["entangle-grown", "character-level", "distillation"]
+            if grown
+            else ["canine", "character-level", "masked-lm"] + (["distillation"] if settings.distilling else [])
+        ),
+    )
