@@ -571,8 +571,32 @@ def test_wnut_project_end_to_end(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert "5 ['corporation', 'creative-work', 'group', 'location', 'person', 'product']" in r.stdout
-    # the baseline workflow's own commands on the same tiny subword backbone
+    # spaCy's own tools on the packaged pipeline (issue 24): `benchmark speed` by name, and
+    # `debug model` on its config (the backbones back in place: debug model builds from config)
     aside.rename(project / "backbones")
+    dev = str(project / "corpus" / "dev.spacy")
+    speed = [sys.executable, "-m", "spacy", "benchmark", "speed", "en_entangle_wnut", dev]
+    r = subprocess.run(
+        speed + ["--batches", "30", "-b", "4", "-w", "1"], cwd=elsewhere, capture_output=True, text=True, env=env
+    )
+    assert r.returncode == 0 and "words/s" in r.stdout, r.stdout + r.stderr
+    config = site / "en_entangle_wnut" / "en_entangle_wnut-0.0.1" / "config.cfg"
+    debug = [
+        sys.executable,
+        "-m",
+        "spacy",
+        "debug",
+        "model",
+        str(config),
+        "ner",
+        "--paths.train",
+        dev,
+        "--paths.dev",
+        dev,
+    ]
+    r = subprocess.run(debug, cwd=project, capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "model looks good" in r.stdout, r.stdout + r.stderr
+    # the baseline workflow's own commands on the same tiny subword backbone
     for command in ["train-baseline", "noisy-dev", "evaluate-noisy", "compare"]:
         _, out = weasel(project, command, v, env=TINY_ENV)
     assert (project / "training" / "baseline" / "seed0" / "model-best" / "meta.json").exists()
