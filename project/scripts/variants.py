@@ -225,6 +225,31 @@ def parse_seeds(text: str) -> List[int]:
     return seeds
 
 
+def command_from_args(
+    args: argparse.Namespace, variant: Variant, seed: int, output: Path, extra: Sequence[str]
+) -> List[str]:
+    """train_command with the settings `train` and `train-one` take from the command line."""
+    return train_command(
+        variant,
+        seed,
+        output=output,
+        corpus_dir=args.corpus_dir,
+        configs_dir=args.configs_dir,
+        backbones_dir=args.backbones_dir,
+        subword_dir=args.subword_dir,
+        char_encoder=args.char_encoder,
+        char_dir=args.char_dir,
+        max_steps=args.max_steps,
+        eval_frequency=args.eval_frequency,
+        n_coattention=args.n_coattention,
+        gpu_id=args.gpu_id,
+        aug_level=args.aug_level,
+        aug_rate=args.aug_rate,
+        overrides=args.override,
+        extra=extra,
+    )
+
+
 def run_seeds(args: argparse.Namespace, variants: Dict[str, Variant], extra: Sequence[str], train: bool) -> int:
     """`train` and `evaluate`: every seed of every named variant, skipping what is done."""
     for corpus in args.noisy:
@@ -237,25 +262,7 @@ def run_seeds(args: argparse.Namespace, variants: Dict[str, Variant], extra: Seq
             model_dir = trained_pipeline(args.training_dir, name, seed).parent
             outputs = {key: metrics_path(args.metrics_dir, name, seed, key) for key in sets}
             time_path = metrics_path(args.metrics_dir, name, seed, "train_time")
-            cmd = train_command(
-                variants[name],
-                seed,
-                output=model_dir,
-                corpus_dir=args.corpus_dir,
-                configs_dir=args.configs_dir,
-                backbones_dir=args.backbones_dir,
-                subword_dir=args.subword_dir,
-                char_encoder=args.char_encoder,
-                max_steps=args.max_steps,
-                eval_frequency=args.eval_frequency,
-                n_coattention=args.n_coattention,
-                gpu_id=args.gpu_id,
-                aug_level=args.aug_level,
-                aug_rate=args.aug_rate,
-                extra=extra,
-                char_dir=args.char_dir,
-                overrides=args.override,
-            )
+            cmd = command_from_args(args, variants[name], seed, model_dir, extra)
             trained = (model_dir / "model-best").exists() and (
                 not train or (not args.force and same_command(time_path, cmd))
             )
@@ -289,25 +296,7 @@ def run_seeds(args: argparse.Namespace, variants: Dict[str, Variant], extra: Seq
 def train_one(args: argparse.Namespace, variants: Dict[str, Variant], extra: Sequence[str]) -> int:
     """`train-one`: one variant, one seed, into --output; timed into --time when given."""
     (name,) = args.names
-    cmd = train_command(
-        variants[name],
-        args.seed,
-        output=args.output,
-        corpus_dir=args.corpus_dir,
-        configs_dir=args.configs_dir,
-        backbones_dir=args.backbones_dir,
-        subword_dir=args.subword_dir,
-        char_encoder=args.char_encoder,
-        char_dir=args.char_dir,
-        max_steps=args.max_steps,
-        eval_frequency=args.eval_frequency,
-        n_coattention=args.n_coattention,
-        gpu_id=args.gpu_id,
-        aug_level=args.aug_level,
-        aug_rate=args.aug_rate,
-        overrides=args.override,
-        extra=extra,
-    )
+    cmd = command_from_args(args, variants[name], args.seed, args.output, extra)
     print(f"ℹ {name}: {' '.join(cmd[1:])}", flush=True)
     if args.dry_run:
         return 0
