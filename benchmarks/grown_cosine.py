@@ -41,7 +41,7 @@ def main() -> None:
     from spacy_entangle.pretraining.checkpoint import CHECKPOINT
     from spacy_entangle.pretraining.data import read_texts, split_dev
     from spacy_entangle.pretraining.distill import Teacher
-    from spacy_entangle.pretraining.grow import GrownPretrainer, new_grown, teacher_layers, word_cosines
+    from spacy_entangle.pretraining.grow import make_pretrainer, new_grown, teacher_layers, word_cosines
     from spacy_entangle.pretraining.settings import PretrainSettings
 
     state = json.loads((args.encoder / CHECKPOINT / "state.json").read_text(encoding="utf8"))
@@ -55,20 +55,23 @@ def main() -> None:
     teacher.layers = teacher_layers(int(teacher.model.config.num_hidden_layers), k)
     models = {"grown (trained)": grown}
     if not args.no_reference:
-        models["as grown (step 0)"] = new_grown(settings.init_from, settings.grow_k, settings.char_width, settings.seed)
+        models["as grown (step 0)"] = new_grown(
+            settings.init_from, settings.grow_k, settings.char_width, settings.seed, settings.grow_design
+        )
     rows = {}
     for name, model in models.items():
-        student = GrownPretrainer(model, mid_layer=teacher.layers[0])
+        student = make_pretrainer(model, mid_layer=teacher.layers[0])
         for kind, rate in (("clean", 0.0), (f"noise {args.noise}", args.noise)):
             start = time.perf_counter()
             rows[(name, kind)] = word_cosines(student, teacher, dev, rate, ATTACKS, args.batch_size)
             rows[(name, kind)]["s"] = round(time.perf_counter() - start, 1)
     if not args.no_reference:
-        student = GrownPretrainer(grown, mid_layer=teacher.layers[0])
+        student = make_pretrainer(grown, mid_layer=teacher.layers[0])
         rows[("teacher reads attacked", f"noise {args.noise}")] = word_cosines(
             student, teacher, dev, args.noise, ATTACKS, args.batch_size, teacher_reads_noise=True
         )
-    types = unseen_type_cosines(grown, teacher, train, dev, args.noise)
+    # stage A's fit: design (b) only (a grown CANINE has no word-level front end)
+    types = unseen_type_cosines(grown, teacher, train, dev, args.noise) if settings.grow_design == "word" else None
     print(
         f"held-out tweets: {len(dev)}; teacher {settings.init_from}, layers {teacher.layers} (mid, last); "
         f"threads {torch.get_num_threads()}"
@@ -77,10 +80,11 @@ def main() -> None:
     print("|---|---|---:|---:|---:|")
     for (name, kind), figures in rows.items():
         print(f"| {name} | {kind} | {figures['mid_cos']:.3f} | {figures['last_cos']:.3f} | {figures['words']} |")
-    print(
-        f"word types of the held-out tweets never seen in training ({types['types']}): front-end cosine to "
-        f"their input-level targets {types['clean_cos']:.3f} clean, {types['noisy_cos']:.3f} attacked at {args.noise}"
-    )
+    if types is not None:
+        print(
+            f"word types of the held-out tweets never seen in training ({types['types']}): front-end cosine to "
+            f"their input-level targets {types['clean_cos']:.3f} clean, {types['noisy_cos']:.3f} attacked at {args.noise}"
+        )
     if args.output:
         figures = [{"model": n, "text": t, **f} for (n, t), f in rows.items()] + [{"unseen_types": types}]
         args.output.write_text(json.dumps(figures, indent=2), encoding="utf8")

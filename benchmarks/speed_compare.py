@@ -8,6 +8,10 @@ variant not trained) is skipped with a note.
     python benchmarks/speed_compare.py --data project/corpus/dev.spacy --limit 0 \\
         --pipelines a=project/training/entangle/seed0/model-best b=project/training/baseline/seed0/model-best
     python benchmarks/speed_compare.py --data corpus/dev.spacy --pipelines @metrics/pipelines_seed0.txt
+    python benchmarks/speed_compare.py --data corpus/dev.spacy --modes fp32 int8 --pipelines baseline=... entangle=...
+
+--modes times each pipeline with an `entangle` component once per inference mode (named
+NAME@MODE after the first), all in the same interleaved rounds; other pipelines run once.
 """
 
 import argparse
@@ -19,6 +23,8 @@ import spacy
 from spacy.language import Language
 from speed_data import Text, n_words, read_sentences, texts_of
 from speed_timing import best_seconds, environment, print_table, save, use_device
+
+from spacy_entangle.modeling.inference import INFERENCE_MODES
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -38,6 +44,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--gpu-id", type=int, default=-1)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    p.add_argument(
+        "--modes",
+        nargs="+",
+        choices=INFERENCE_MODES,
+        default=["fp32"],
+        help="the inference modes of the pipelines with an entangle component (the first keeps NAME)",
+    )
     p.add_argument("--output", type=Path, default=None, help="JSON file for every figure")
     args = p.parse_args(argv)
     args.pipelines = pipeline_specs(p, args.pipelines)
@@ -66,6 +79,25 @@ def check_common(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error(f"--data: {args.data} does not exist")
 
 
+def entangle_names(nlp: Language) -> List[str]:
+    """The pipeline's components made by the `entangle` factory."""
+    return [name for name in nlp.component_names if nlp.get_pipe_meta(name).factory == "entangle"]
+
+
+def load_modes(name: str, path: Path, modes: Sequence[str]) -> Dict[str, Language]:
+    """The pipeline once per inference mode (NAME, then NAME@MODE) when it has an `entangle`
+    component, else once: each mode is set through the load config, as a user would."""
+    nlp = spacy.load(path)
+    entangles = entangle_names(nlp)
+    if not entangles:
+        return {name: nlp}
+    out = {}
+    for i, mode in enumerate(modes):
+        overrides = {"components": {e: {"inference": mode} for e in entangles}}
+        out[name if i == 0 else f"{name}@{mode}"] = spacy.load(path, config=overrides)
+    return out
+
+
 def part_pipelines(specs: Sequence[Tuple[str, Path]], texts: List[Text], args) -> Dict[str, Any]:
     """Trained pipelines side by side: words/s and each one's speed relative to the first.
     A directory that does not exist (a variant not trained) is skipped with a note."""
@@ -75,7 +107,9 @@ def part_pipelines(specs: Sequence[Tuple[str, Path]], texts: List[Text], args) -
         if not path.exists():
             print(f"ℹ {name}: no {path}, skipped")
             continue
-        pipes[name], paths[name] = spacy.load(path), str(path)
+        loaded = load_modes(name, path, args.modes)
+        pipes.update(loaded)
+        paths.update({key: str(path) for key in loaded})
     if not pipes:
         raise SystemExit("speed_compare.py: none of the --pipelines exists")
     best = best_seconds(pipes, texts, args.repeats, args.batch_size)

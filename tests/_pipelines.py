@@ -97,3 +97,28 @@ def train(nlp: Language, n_steps: int = 20, seed: int = 0, sgd=None) -> List[dic
     for _ in range(n_steps):
         history.append(dict(nlp.update(exs, sgd=sgd, drop=0.0)))
     return history
+
+
+def check_char_backbone_pipeline(char_dir, sub_dir, out) -> None:
+    """A pipeline on these backbones (NER and tagger on the char side) trains, predicts the
+    same after saving once the backbone folders are deleted (``out``: where it is saved), and
+    gives a doc the same char states alone and batched with a long one (padding)."""
+    import shutil
+
+    import numpy
+
+    nlp = build(char_dir, sub_dir, components=("ner", "tagger"), side="char")
+    losses = train(nlp, n_steps=4)
+    assert losses[-1]["tagger"] < losses[0]["tagger"]
+    texts = ["hi 👩‍👩‍👧‍👦 ok", "@john went to Paris!!!", "   ", "two  spaces\tand tabs"]
+    before = [doc.to_array(["TAG", "ENT_IOB"]) for doc in nlp.pipe(texts)]
+    nlp.to_disk(out)
+    shutil.rmtree(char_dir)
+    shutil.rmtree(sub_dir)
+    loaded = spacy.load(out)
+    after = [doc.to_array(["TAG", "ENT_IOB"]) for doc in loaded.pipe(texts)]
+    assert all(numpy.array_equal(a, b) for a, b in zip(before, after))
+    long_text = "a long one, with many words and 😀 emoji " * 10
+    alone = loaded.get_pipe("entangle").predict([loaded.make_doc(texts[0])])
+    batched = loaded.get_pipe("entangle").predict([loaded.make_doc(texts[0]), loaded.make_doc(long_text)])
+    numpy.testing.assert_allclose(alone[0].char, batched[0].char, atol=1e-4)

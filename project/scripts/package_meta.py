@@ -1,7 +1,8 @@
 """Write the meta.json that `spacy package --meta-path` uses for en_entangle_wnut.
 
     python scripts/package_meta.py BASE_META.json OUT.json [--metrics metrics/entangle_dev.json]
-                                   [--char-encoder backbones/canine-masked]
+                                   [--char-encoder backbones/grown]
+                                   [--variant entangle-char --selection meta/selection.json]
 
 BASE_META.json holds the hand-written fields (description, licence, sources). Added here:
   requirements  spacy-entangle with the installed version's minor range (spaCy also
@@ -14,6 +15,10 @@ BASE_META.json holds the hand-written fields (description, licence, sources). Ad
                 ones, and what stopped it. A run cut short by its time cap is also said in
                 the description and on the console: the budget is in steps, so a shorter
                 run means a different (weaker) encoder than the project states.
+  variant       which variants.yml variant this is (the side NER reads) and why: the figures
+                of `variants.py select` (--selection), said in the description, so the
+                model card shows them. A variant the selection did not choose is shipped
+                with a warning in the description and on the console.
 Everything else (lang, pipeline, labels, spacy_version) still comes from the model's meta.
 """
 
@@ -21,6 +26,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Optional, Tuple
 
 
 def plugin_requirement() -> str:
@@ -46,12 +52,51 @@ def char_encoder_record(path: Path) -> dict:
     return record
 
 
+def _pct(pair) -> str:
+    mean, spread = pair
+    return f"{100 * mean:.1f}" + ("" if spread is None else f" ± {100 * spread:.1f}")
+
+
+def variant_record(name: str, char_dir: Optional[Path], selection: dict) -> Tuple[dict, str]:
+    """The shipped variant, the selection's figures, and a sentence for the description:
+    which side NER reads, and why this variant (or a warning when it is not the chosen one)."""
+    from variants import ENCODER_DIRS, load_variants
+
+    variant = load_variants()[name]
+    rate = selection["noise_rate"]
+    encoder = selection["char_encoder"]
+    same = variant.side == selection["side"] and (char_dir is None or char_dir.name == ENCODER_DIRS[encoder])
+    rows = selection["candidates"] + ([selection["reference"]] if selection.get("reference") else [])
+    figures = "; ".join(
+        f"{r['name']} {_pct(r['dev_f1'])} clean, {_pct(r[f'dev_f1_noise{rate}'])} at noise {rate}" for r in rows
+    )
+    n = len(selection["candidates"][0]["seeds"])
+    sentence = (
+        f"Variant: {name}, NER on the {variant.side} side{'s' if variant.side == 'both' else ''} of the entangle "
+        f"component, with the {encoder} character encoder. "
+    )
+    if same:
+        sentence += (
+            f"It was chosen among {', '.join(r['name'] for r in selection['candidates'])} for the "
+            f"{selection['criterion']} on WNUT-17 dev ({n} seeds; entity F1 in %, mean ± sd: {figures})."
+        )
+    else:
+        sentence += (
+            f"This is NOT the variant the comparison chose ({selection['chosen']}: side {selection['side']}, "
+            f"char encoder {encoder}; {selection['criterion']}; {figures})."
+        )
+    record = {"name": name, "side": variant.side, "chosen_by_selection": same, "selection": selection}
+    return record, sentence
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("base", type=Path)
     p.add_argument("output", type=Path)
     p.add_argument("--metrics", type=Path, default=None)
     p.add_argument("--char-encoder", type=Path, default=None, help="the char_backbone directory the model trained with")
+    p.add_argument("--variant", default=None, help="the variants.yml variant being packaged")
+    p.add_argument("--selection", type=Path, default=None, help="with --variant: `variants.py select`'s JSON")
     p.add_argument("--readme", type=Path, default=None, help="also write the package's README.md (model card) here")
     p.add_argument("--model", type=Path, default=None, help="with --readme: the pipeline folder being packaged")
     p.add_argument("--version", default=None, help="with --readme: the package version")
@@ -74,6 +119,15 @@ def main(argv=None):
             )
             meta["description"] = f"{meta.get('description', '').rstrip()} {cut}".strip()
             print(f"⚠ {cut} (recorded in the package meta)", file=sys.stderr)
+    if args.variant is not None:
+        if args.selection is None or not args.selection.exists():
+            print(f"✘ --variant needs --selection, `variants.py select`'s JSON (got {args.selection})", file=sys.stderr)
+            return 1
+        selection = json.loads(args.selection.read_text(encoding="utf-8"))
+        meta["variant"], sentence = variant_record(args.variant, args.char_encoder, selection)
+        meta["description"] = f"{meta.get('description', '').rstrip()} {sentence}".strip()
+        if not meta["variant"]["chosen_by_selection"]:
+            print(f"⚠ {sentence}", file=sys.stderr)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     print(f"✔ {args.output}: requirements {meta['requirements']}")

@@ -5,6 +5,7 @@
         [--gpu-id -1] [--threads N] [--dry-run] [-- EXTRA spacy train ARGS]
     python scripts/variants.py evaluate NAME [NAME ...] [--seeds ...] [--noisy ...]
     python scripts/variants.py compare [NAME ...] [--output metrics/compare.md] [--plot metrics/compare.png]
+    python scripts/variants.py select NAME [NAME ...] [--noise 0.5] [--min-seeds 3] [--output metrics/selection.json]
     python ../scripts/variants.py train-one NAME --output DIR [--time PATH] [--variants variants.yml]
         [--configs-dir ../../configs] [--char-dir DIR] [--override KEY=VALUE ...] [-- EXTRA ARGS]
 
@@ -17,7 +18,11 @@ resumes where it stopped (another budget is another run: use another --training-
 --metrics-dir). Seeds run one after another: two torch jobs at once oversubscribe a small
 machine. `evaluate` evaluates trained seeds on the noisy copies (again: they may have been
 remade) and on dev/test where their metrics are missing (all with --force); `compare`
-writes one table of every variant with metrics: mean ± spread over its seeds. `train-one`
+writes one table of every variant with metrics: mean ± spread over its seeds. `select` picks,
+among the named variants, the one to ship: the best mean over its seeds of (clean dev F1 +
+dev F1 at --noise) / 2, each with at least --min-seeds seeds; it writes the figures behind
+the choice (and the baseline's, when trained) to --output, which `package` puts in the model
+card (meta/selection.json holds the committed choice). `train-one`
 trains one variant into --output (one seed, timed into --time, no evaluation): the task
 projects (tweebank, tweeteval, masakhaner, codeswitch) read their own variants.yml with it and
 evaluate with their own scripts. --override KEY=VALUE goes to every variant (`--KEY VALUE`),
@@ -42,9 +47,16 @@ from tables import fmt_mean_spread, fmt_time, markdown_table, mean_spread, pct, 
 HERE = Path(__file__).resolve().parent.parent
 NOISE = re.compile(r"_noise([0-9.]+)\.spacy$")
 SIDES = ("subword", "char", "both")
-ENCODERS = ("random", "masked", "distilled", "grown")
-# the folder under backbones/ of each char encoder (the grown one is not a CANINE)
-ENCODER_DIRS = {"random": "canine-random", "masked": "canine-masked", "distilled": "canine-distilled", "grown": "grown"}
+ENCODERS = ("random", "masked", "distilled", "grown", "grown-canine")
+# the folder under backbones/ of each char encoder (grown: design (b), word-pooled, not a
+# CANINE; grown-canine: design (a), a CANINE whose deep stack is MiniLM's layers)
+ENCODER_DIRS = {
+    "random": "canine-random",
+    "masked": "canine-masked",
+    "distilled": "canine-distilled",
+    "grown": "grown",
+    "grown-canine": "grown-canine",
+}
 DEFAULT = "default"  # char_encoder of a variant that follows the project's `char_encoder`
 
 
@@ -448,6 +460,71 @@ def compare(args: argparse.Namespace, variants: Dict[str, Variant]) -> int:
     return 0
 
 
+def _rounded(pair: Sequence[Optional[float]]) -> List[Optional[float]]:
+    return [None if v is None else round(v, 4) for v in pair]
+
+
+def selection_row(row: Dict, variant: Variant, rate: str) -> Dict:
+    """One variant's figures for `select`: clean and noisy dev F1 and the drop, mean and
+    sample spread over its seeds, and its score, the mean of clean and noisy F1."""
+    runs = row["runs"]
+    clean, noisy, drop = (
+        mean_spread(_f1s(runs, "dev")),
+        mean_spread(_f1s(runs, "dev", rate)),
+        mean_spread(_drops(runs, rate)),
+    )
+    return {
+        "name": row["name"],
+        "side": variant.side,
+        "char_encoder": variant.char_encoder,
+        "seeds": [r["seed"] for r in runs],
+        "dev_f1": _rounded(clean),
+        f"dev_f1_noise{rate}": _rounded(noisy),
+        f"drop_noise{rate}": _rounded(drop),
+        "score": None if clean[0] is None or noisy[0] is None else round((clean[0] + noisy[0]) / 2, 4),
+    }
+
+
+def select(args: argparse.Namespace, variants: Dict[str, Variant]) -> int:
+    """`select`: the variant to ship, by the mean of clean and noisy dev F1 over its seeds."""
+    rows = {row["name"]: row for row in load_rows(args.metrics_dir, [*args.names, args.reference])}
+    rate = args.noise
+    candidates = []
+    for name in args.names:
+        row = rows.get(name)
+        seeds = [] if row is None else [r for r in row["runs"] if rate in r["noisy"]]
+        if len(seeds) < args.min_seeds:
+            raise SystemExit(
+                f"variants.py select: {name} has {len(seeds)} seed(s) with clean and noise-{rate} dev metrics in "
+                f"{args.metrics_dir}/{name}/, fewer than --min-seeds {args.min_seeds} (train them with --noisy)"
+            )
+        candidates.append(selection_row({"name": name, "runs": seeds}, variants[name], rate))
+    chosen = max(candidates, key=lambda c: c["score"])
+    result = {
+        "criterion": f"best mean over seeds of (clean dev F1 + dev F1 at noise {rate}) / 2",
+        "noise_rate": rate,
+        "min_seeds": args.min_seeds,
+        "metrics_dir": str(args.metrics_dir),
+        "chosen": chosen["name"],
+        "side": chosen["side"],
+        "char_encoder": chosen["char_encoder"],
+        "candidates": candidates,
+    }
+    if args.reference in rows and args.reference in variants:
+        result["reference"] = selection_row(rows[args.reference], variants[args.reference], rate)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf8")
+    for c in candidates + ([result["reference"]] if "reference" in result else []):
+        mark = "→" if c is chosen else " "
+        print(
+            f"{mark} {c['name']:<24} score {pct(c['score'])}  clean {pct(c['dev_f1'][0])}  noise {rate} {pct(c[f'dev_f1_noise{rate}'][0])}  ({len(c['seeds'])} seeds)"
+        )
+    print(
+        f"✔ saved {args.output}: ship {chosen['name']} (side {chosen['side']}, char encoder {chosen['char_encoder']})"
+    )
+    return 0
+
+
 def trained_pipeline(training_dir: Path, name: str, seed: int) -> Path:
     """Where `train` leaves a variant's pipeline: training/NAME/seedN/model-best."""
     return training_dir / name / f"seed{seed}" / "model-best"
@@ -509,6 +586,13 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     c.add_argument("--output", type=Path, default=None, help="default: METRICS_DIR/compare.md")
     c.add_argument("--plot", type=Path, default=None, help="default: METRICS_DIR/compare.png")
     c.add_argument("--no-plot", action="store_true")
+    sel = sub.add_parser("select")
+    sel.add_argument("names", nargs="+", help="the candidate variants")
+    sel.add_argument("--metrics-dir", type=Path, default=Path("metrics"))
+    sel.add_argument("--noise", default="0.5", help="the noise rate of the noisy dev copy (its file's suffix)")
+    sel.add_argument("--min-seeds", type=int, default=3)
+    sel.add_argument("--reference", default="baseline", help="also recorded, when it has metrics")
+    sel.add_argument("--output", type=Path, default=Path("metrics/selection.json"))
     ps = sub.add_parser("pipelines")
     ps.add_argument("names", nargs="*", help="variants in order (default: all of variants.yml)")
     ps.add_argument("--seed", type=int, default=0)
@@ -534,6 +618,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return compare(args, variants)
     if args.command == "pipelines":
         return pipelines(args, variants)
+    if args.command == "select":
+        return select(args, variants)
     if args.threads:  # before torch is imported: the evaluation here and the training runs
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
     if args.command == "train-one":

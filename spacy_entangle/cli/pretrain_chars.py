@@ -64,6 +64,11 @@ def pretrain_chars_cli(
         "--init-from",
         help="Grow the char encoder from this subword encoder (Hugging Face directory or hub name, fast tokenizer): copy its first --k layers, train a character front end against it (stage A: word types, stage B: distillation); --config, --mask-rate and --teacher do not apply",
     ),
+    design: str = typer.Option(
+        "word",
+        "--design",
+        help="--init-from: word (a word-pooled character front end under the copied layers, two stages) or canine (a CANINE whose deep stack is the copied layers; stage B only)",
+    ),
     k: Optional[int] = typer.Option(None, "--k", help="--init-from: subword layers copied (default: all)"),
     char_width: int = typer.Option(256, "--char-width", help="--init-from: width of the character front end"),
     stage_a_steps: Optional[int] = typer.Option(
@@ -130,6 +135,7 @@ def pretrain_chars_cli(
         teacher_layers=distilled_layers,
         distill_weight=distill_weight,
         init_from=init_from,
+        grow_design=design,
         grow_k=k,
         char_width=char_width,
         stage_a_steps=stage_a_steps,

@@ -6,6 +6,8 @@
   the fly; CPU only: on another device the model predicts in fp32, with a warning).
   The pretrained subword encoder stays in float: quantizing MiniLM
   too cost 2.9 F1 on WNUT-17 dev (1.6 per channel), the rest costs nothing measurable.
+  So do the children a module names in its ``int8_keep_float`` attribute: a grown char
+  encoder's layers copied from the subword encoder (``modeling/grown.py``).
   The TRM blocks' feed-forward layers stay in float as well: torch runs
   ``nn.TransformerEncoderLayer`` through a fused fast path at prediction time, which
   needs float weights.
@@ -70,9 +72,20 @@ def autocast(device_type: str, dtype: Optional[torch.dtype]) -> ContextManager:
     return torch.autocast(device_type=device_type, dtype=dtype)
 
 
+def float_prefixes(model: nn.Module) -> Tuple[str, ...]:
+    """The module-name prefixes int8 leaves in float: FLOAT_PREFIXES, and the children each
+    module lists in ``int8_keep_float`` (pretrained layers that lose accuracy in int8)."""
+    declared = tuple(
+        f"{name}.{child}." if name else f"{child}."
+        for name, module in model.named_modules()
+        for child in getattr(module, "int8_keep_float", ())
+    )
+    return FLOAT_PREFIXES + declared
+
+
 def quantize_int8(model: nn.Module) -> nn.Module:
-    """A copy of ``model`` (in eval mode) with its Linear layers (but the subword
-    encoder's) dynamically quantized to int8; ``model`` itself is left as it is (it is
+    """A copy of ``model`` (in eval mode) with its Linear layers (but those under
+    ``float_prefixes``) dynamically quantized to int8; ``model`` itself is left as it is (it is
     still trained and saved). The copy shares every parameter and buffer with ``model``
     (only the module objects are new), so it adds the int8 weights and nothing else."""
     if any(p.device.type != "cpu" for p in model.parameters()):
@@ -86,10 +99,11 @@ def quantize_int8(model: nn.Module) -> nn.Module:
         if isinstance(module, fused)
         for child in ("linear1", "linear2")
     }
+    keep = float_prefixes(model)
     targets = {
         name
         for name, module in model.named_modules()
-        if type(module) is nn.Linear and name not in skip and not name.startswith(FLOAT_PREFIXES)
+        if type(module) is nn.Linear and name not in skip and not name.startswith(keep)
     }
     # deepcopy's memo maps each tensor to itself: the modules are copied, the tensors shared
     shared = {id(t): t for t in itertools.chain(model.parameters(), model.buffers())}

@@ -51,10 +51,15 @@ def write_model(
         if cut_short
         else ""
     )
-    grown = encoder.config.model_type != "canine"
+    grown = settings.growing
+    canine = encoder.config.model_type == "canine"
     write_model_card(
         out,
-        "Character encoder grown from a subword encoder by spacy-entangle"
+        (
+            "CANINE grown from a subword encoder by spacy-entangle"
+            if canine
+            else "Character encoder grown from a subword encoder by spacy-entangle"
+        )
         if grown
         else "CANINE-style character encoder pretrained by spacy-entangle",
         f"{warning}Self-supervised on {', '.join(str(t) for t in texts)} ({stats['documents']} documents, "
@@ -64,7 +69,7 @@ def write_model(
         f"## Last log entry\n{figures}\n\n## Settings\n{used}\n\n## Text\n{data}\n\n"
         f"The loss curve is {LOG_NAME} (one JSON object per logged step).",
         tags=(
-            ["entangle-grown", "character-level", "distillation"]
+            ["entangle-grown", "character-level", "distillation"] + (["canine"] if canine else [])
             if grown
             else ["canine", "character-level", "masked-lm"] + (["distillation"] if settings.distilling else [])
         ),

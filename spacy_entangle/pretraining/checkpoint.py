@@ -99,6 +99,7 @@ RESUME_FIXED = (
     "teacher",
     "teacher_layers",
     "init_from",
+    "grow_design",
     "grow_k",
     "char_width",
     "stage_a_steps",

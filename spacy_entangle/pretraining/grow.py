@@ -14,6 +14,10 @@
   teacher's space, so no projection head is needed: the student's states *are* comparable.
   The copied layers stay frozen; with ``unfreeze_top`` the top ones train at
   ``copied_lr_scale`` of the learning rate from ``unfreeze_from`` of the steps on.
+
+Design (a), ``--design canine`` (modeling/grown_canine.py), has no word-level front end, so
+it has stage B only: its middle target is read from the copied stack's molecule states
+(each character reads its molecule's), its last from the per-character output.
 """
 
 import random
@@ -24,6 +28,7 @@ import numpy
 import torch
 from torch import nn
 
+from ..modeling import grown_canine
 from ..modeling.grown import GrownCharModel, grow_char_encoder, segment
 from ..noise.attacks import perturb_word
 from .data import CharVocab, make_batch, word_spans
@@ -117,6 +122,14 @@ class GrownPretrainer(nn.Module):
         self.encoder = encoder
         self.mid_layer = mid_layer
 
+    def copied_parameters(self) -> List[nn.Parameter]:
+        """The parameters copied from the subword encoder (frozen first)."""
+        return self.encoder.copied_parameters()
+
+    def copied_layers(self) -> List[nn.Module]:
+        """The copied transformer layers, bottom to top (late unfreezing takes the top)."""
+        return self.encoder.copied_layers()
+
     def type_step(self, ids: torch.Tensor, mask: torch.Tensor, targets: torch.Tensor) -> Dict[str, torch.Tensor]:
         loss, cos = type_loss(self.encoder.front_end(ids, mask), targets)
         n = torch.tensor(float(len(ids)))
@@ -152,6 +165,48 @@ class GrownPretrainer(nn.Module):
             "mid_n": n,
             "last_n": n,
         }
+
+
+class CanineGrownPretrainer(GrownPretrainer):
+    """Design (a): a CANINE whose deep stack was copied; stage B only."""
+
+    def __init__(self, encoder: nn.Module, mid_layer: int) -> None:
+        nn.Module.__init__(self)
+        self.encoder = encoder  # type: ignore[assignment]  # a transformers CanineModel
+        self.mid_layer = mid_layer
+
+    def copied_parameters(self) -> List[nn.Parameter]:
+        return [p for layer in self.copied_layers() for p in layer.parameters()]
+
+    def copied_layers(self) -> List[nn.Module]:
+        return grown_canine.copied_layers(self.encoder)
+
+    def type_step(self, ids: torch.Tensor, mask: torch.Tensor, targets: torch.Tensor) -> Dict[str, torch.Tensor]:
+        raise ValueError("a grown CANINE has no word-level front end: it has no stage A")
+
+    def word_states(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, word_ids: torch.Tensor, n_words: int
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Per whitespace word: the mean over its characters of the copied stack's middle
+        layer (position p of the row reads molecule 1 + p // rate, as CANINE's upsampling
+        repeats them; molecule 0 is [CLS]'s own) and of the per-character output."""
+        out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
+        # hidden_states: the initial char encoder's 2, the deep stack's k + 1, the final 2
+        molecules = out.hidden_states[2 + self.mid_layer]
+        rate = int(self.encoder.config.downsampling_rate)
+        position = torch.arange(input_ids.shape[1], device=input_ids.device)
+        index = (1 + position // rate).clamp(max=molecules.shape[1] - 1)
+        mid_chars = molecules[:, index]
+        return pool_words(mid_chars, word_ids, n_words), pool_words(out.last_hidden_state, word_ids, n_words)
+
+
+def make_pretrainer(encoder: nn.Module, mid_layer: int) -> GrownPretrainer:
+    """The stages' model for a grown encoder of either design (by its model type)."""
+    if isinstance(encoder, GrownCharModel):
+        return GrownPretrainer(encoder, mid_layer)
+    if getattr(encoder.config, "model_type", None) == "canine" and getattr(encoder.config, "grown_from", None):
+        return CanineGrownPretrainer(encoder, mid_layer)
+    raise ValueError(f"a {type(encoder).__name__} is not a grown char encoder (pretrain-chars --init-from)")
 
 
 def teacher_layers(teacher_layers_total: int, k: int) -> List[int]:
@@ -208,8 +263,11 @@ def word_cosines(
     return {f"{k}_cos": round(v / max(n, 1), 4) for k, v in sums.items()} | {"words": n}
 
 
-def new_grown(init_from: str, k: Optional[int], char_width: int, seed: int) -> GrownCharModel:
-    """The encoder a fresh run starts from (char_heads: 64-wide heads, at least one)."""
+def new_grown(init_from: str, k: Optional[int], char_width: int, seed: int, design: str = "word") -> nn.Module:
+    """The encoder a fresh run starts from: design "word" (char_heads: 64-wide heads, at
+    least one) or "canine" (its shape is the subword encoder's)."""
+    if design == "canine":
+        return grown_canine.grow_canine(init_from, k=k, seed=seed)
     heads = max(1, char_width // 64)
     if char_width % heads:
         heads = 1
@@ -217,11 +275,13 @@ def new_grown(init_from: str, k: Optional[int], char_width: int, seed: int) -> G
 
 
 __all__ = [
+    "CanineGrownPretrainer",
     "GrownPretrainer",
     "WordTypes",
     "attack_words",
     "encode_spellings",
     "input_targets",
+    "make_pretrainer",
     "new_grown",
     "split_words",
     "teacher_layers",

@@ -1,17 +1,26 @@
 """The pretraining run of a grown encoder: PretrainRun's budget, log, checkpoints and exact
 resume, with grow.py's two stages in place of the masked objectives. Stage A draws word
 types from ``np_rng`` (saved in the checkpoint) and leaves the text plan alone; stage B
-walks the text plan, so a resume in either stage continues exactly."""
+walks the text plan, so a resume in either stage continues exactly. ``--design canine``
+(design (a)) grows a CANINE instead and runs stage B only."""
 
 from typing import Any, Dict, Iterator, List, Tuple
 
 import torch
 from transformers import PreTrainedModel
 
-from ..modeling.grown import GrownCharModel
 from .data import make_batch
 from .distill import Teacher
-from .grow import GrownPretrainer, WordTypes, attack_words, encode_spellings, new_grown, teacher_layers, word_cosines
+from .grow import (
+    GrownPretrainer,
+    WordTypes,
+    attack_words,
+    encode_spellings,
+    make_pretrainer,
+    new_grown,
+    teacher_layers,
+    word_cosines,
+)
 from .loop import PretrainRun
 
 
@@ -31,16 +40,21 @@ class GrownRun(PretrainRun):
         return probe
 
     def _make_model(self, encoder: PreTrainedModel) -> GrownPretrainer:
-        if not isinstance(encoder, GrownCharModel):
-            raise ValueError(f"the checkpoint's encoder is a {encoder.config.model_type!r} model, not a grown one")
+        canine = self.settings.grow_design == "canine"
+        expected = "canine" if canine else "entangle-grown"
+        if encoder.config.model_type != expected or (canine and not getattr(encoder.config, "grown_from", None)):
+            raise ValueError(
+                f"the checkpoint's encoder is a {encoder.config.model_type!r} model, not a grown {expected!r} one"
+            )
         if int(encoder.config.num_hidden_layers) != self.k:
             raise ValueError(
                 f"the checkpoint's encoder has {encoder.config.num_hidden_layers} copied layers, --k {self.k}"
             )
-        self.types = WordTypes(self.train_docs, self.teacher, encoder.config.max_word_chars)
-        self.types.targets = self.types.targets.to(self.device)
-        model = GrownPretrainer(encoder, mid_layer=self.teacher.layers[0])
-        for param in encoder.copied_parameters():
+        if not canine:
+            self.types = WordTypes(self.train_docs, self.teacher, encoder.config.max_word_chars)
+            self.types.targets = self.types.targets.to(self.device)
+        model = make_pretrainer(encoder, mid_layer=self.teacher.layers[0])
+        for param in model.copied_parameters():
             param.requires_grad_(False)
         return model
 
@@ -49,12 +63,12 @@ class GrownRun(PretrainRun):
         n = self.settings.unfreeze_top
         if not n:
             return []
-        layers = self.model.encoder.copied_layers()
+        layers = self.model.copied_layers()
         return [p for layer in layers[len(layers) - n :] for p in layer.parameters()]
 
     def _param_groups(self) -> List[Dict[str, Any]]:
         top = {id(p) for p in self._top_layers()}
-        copied = {id(p) for p in self.model.encoder.copied_parameters()}
+        copied = {id(p) for p in self.model.copied_parameters()}
         new = [p for p in self.model.parameters() if id(p) not in copied]
         groups: List[Dict[str, Any]] = [{"params": new}]
         if top:
@@ -66,9 +80,11 @@ class GrownRun(PretrainRun):
             )
         return groups
 
-    def _new_encoder(self) -> GrownCharModel:
+    def _new_encoder(self) -> PreTrainedModel:
         settings = self.settings
-        return new_grown(self.config, settings.grow_k, settings.char_width, settings.seed)
+        encoder = new_grown(self.config, settings.grow_k, settings.char_width, settings.seed, settings.grow_design)
+        assert isinstance(encoder, PreTrainedModel)
+        return encoder
 
     def _unfreeze_step(self) -> int:
         """The step from which the top copied layers train."""

@@ -15,6 +15,8 @@ import speed_stages
 import torch
 from spacy.tokens import Doc, DocBin
 
+from spacy_entangle.layers.entangle_model import entangle_shim
+
 REPO = Path(__file__).resolve().parents[2]
 SENTENCES = [
     ("Going to Paris with Anna tomorrow", "O O B-location O B-person O"),
@@ -218,6 +220,26 @@ def test_pipelines_side_by_side(speed, tmp_path, capsys):
     assert part["words"] == sum(len(d) for d in docs) and part["docs"] == 30
     assert part["models"]["first"]["relative_to_reference"] == 1.0
     assert all(m["words_per_second"] > 0 for m in part["models"].values())
+
+
+def test_compare_times_entangle_pipelines_in_each_inference_mode(tmp_path):
+    """--modes fp32 int8 (issue 25: the shipped variant's ratio to the baseline in fp32 and
+    int8, side by side): a pipeline with an `entangle` component runs once per mode, set
+    through the load config as a user would; a pipeline without one runs once."""
+    saved = Path(__file__).parent.parent / "fixtures" / "tiny" / "pipeline_663406e"
+    nlp = spacy.blank("en")
+    DocBin(docs=[nlp.make_doc(f"tweet {i} about Paris and @NASA") for i in range(8)]).to_disk(tmp_path / "dev.spacy")
+    nlp.to_disk(tmp_path / "blank")
+    loaded = speed_compare.load_modes("ent", saved, ["fp32", "int8"])
+    assert list(loaded) == ["ent", "ent@int8"]
+    modes = [entangle_shim(p.get_pipe("entangle").model)._predict_mode for p in loaded.values()]
+    assert modes == ["fp32", "int8"]
+    args = ["--data", str(tmp_path / "dev.spacy"), "--repeats", "1", "--modes", "fp32", "int8"]
+    results = speed_compare.main([*args, "--pipelines", f"base={tmp_path / 'blank'}", f"ent={saved}"])
+    assert list(results["pipelines"]["models"]) == ["base", "ent", "ent@int8"]
+    assert results["pipelines"]["models"]["ent@int8"]["model"] == str(saved)
+    with pytest.raises(SystemExit):
+        speed_compare.parse_args([*args[:2], "--modes", "int4", "--pipelines", f"ent={saved}"])
 
 
 def test_compare_reads_the_pipelines_from_a_file(tmp_path, capsys):

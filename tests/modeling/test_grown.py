@@ -7,7 +7,7 @@ import numpy
 import pytest
 import spacy
 import torch
-from _pipelines import build, train
+from _pipelines import check_char_backbone_pipeline
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import AutoConfig, AutoModel, AutoTokenizer
@@ -121,22 +121,7 @@ def test_plugs_into_a_pipeline_and_loads_offline_without_backbones(tmp_path, ber
     char_dir, sub_dir = tmp_path / "grown", tmp_path / "bert"
     shutil.copytree(grown_dir, char_dir)
     shutil.copytree(bert_dir, sub_dir)
-    nlp = build(char_dir, sub_dir, components=("ner", "tagger"), side="char")
-    losses = train(nlp, n_steps=4)
-    assert losses[-1]["tagger"] < losses[0]["tagger"]
-    texts = ["hi 👩‍👩‍👧‍👦 ok", "@john went to Paris!!!", "   ", "two  spaces\tand tabs"]
-    before = [doc.to_array(["TAG", "ENT_IOB"]) for doc in nlp.pipe(texts)]
-    nlp.to_disk(tmp_path / "pipeline")
-    shutil.rmtree(char_dir)
-    shutil.rmtree(sub_dir)
-    loaded = spacy.load(tmp_path / "pipeline")
-    after = [doc.to_array(["TAG", "ENT_IOB"]) for doc in loaded.pipe(texts)]
-    assert all(numpy.array_equal(a, b) for a, b in zip(before, after))
-    # one doc alone and batched with a long one: the same char-side vectors
-    long_text = "a long one, with many words and 😀 emoji " * 10
-    alone = loaded.get_pipe("entangle").predict([loaded.make_doc(texts[0])])
-    batched = loaded.get_pipe("entangle").predict([loaded.make_doc(texts[0]), loaded.make_doc(long_text)])
-    numpy.testing.assert_allclose(alone[0].char, batched[0].char, atol=1e-4)
+    check_char_backbone_pipeline(char_dir, sub_dir, tmp_path / "pipeline")
 
 
 @settings(max_examples=40, deadline=None)
@@ -152,3 +137,21 @@ def test_any_unicode_gets_one_finite_state_per_character_and_aligns(grown_model,
     doc = spacy.blank("en")(text)
     windows, (align,) = prepare_docs([doc], sub, chars, configure_windows(max_pieces=16, max_chars=24))
     _check(doc, windows, align, sub, chars)
+
+
+@pytest.mark.filterwarnings("ignore:torch.ao.quantization is deprecated")
+def test_int8_keeps_the_copied_layers_in_float(grown_model, bert_dir):
+    """inference = "int8" quantizes the grown encoder's own front end and join, but not the
+    layers copied from the pretrained subword encoder (quantizing them cost 0.97 F1 on
+    WNUT-17 dev): the model declares them (int8_keep_float), as MiniLM itself stays float."""
+    from spacy_entangle.modeling.entangle import EntangleEncoder
+    from spacy_entangle.modeling.inference import float_prefixes, quantize_int8
+
+    model = EntangleEncoder(grown_model, AutoModel.from_pretrained(bert_dir), n_coattention=1, width=32, n_heads=2)
+    assert float_prefixes(model) == ("subword_encoder.", "char_encoder.words.")
+    quantized = quantize_int8(model.eval())
+    linear = {n: type(m) for n, m in quantized.named_modules() if "Linear" in type(m).__name__}
+    copied = [n for n in linear if n.startswith("char_encoder.words.")]
+    assert copied and all(linear[n] is torch.nn.Linear for n in copied)
+    assert linear["char_encoder.join.0"] is not torch.nn.Linear  # the grown encoder's own layer: int8
+    assert all(linear[n] is torch.nn.Linear for n in linear if n.startswith("subword_encoder."))

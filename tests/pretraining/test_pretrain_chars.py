@@ -500,9 +500,32 @@ def test_grown_unfreezes_the_top_layers_late(text_file, bert_dir, tmp_path):
     assert torch.equal(words["embeddings.position_embeddings.weight"], teacher["embeddings.position_embeddings.weight"])
 
 
+def test_grown_canine_distils_with_its_copied_stack_frozen(text_file, bert_dir, tmp_path):
+    """--design canine (design (a)): stage B only; the distillation loss falls, the copied
+    deep stack stays the teacher's, and the result is a plain CANINE that plugs in."""
+    out = tmp_path / "grown-canine"
+    entry = pretrain_chars(
+        [text_file], out, grow(bert_dir, max_steps=10, stage_a_steps=None, grow_design="canine"), progress=False
+    )
+    entries = log(out)
+    assert all("type_loss" not in e for e in entries) and [e["step"] for e in entries] == list(range(1, 11))
+    losses = [e["last_loss"] + e["mid_loss"] for e in entries]
+    assert losses[-1] < 0.9 * losses[0]
+    assert entry["dev_clean_mid_cos"] > 0 and "dev_noisy_last_cos" in entry
+    grown = AutoModel.from_pretrained(out)
+    assert grown.config.model_type == "canine" and grown.config.grown_from == str(bert_dir)
+    teacher = AutoModel.from_pretrained(bert_dir).encoder.layer.state_dict()
+    assert same(grown.encoder.layer.state_dict(), teacher)
+    assert "a CANINE whose deep stack is grown from" in grown.config.spacy_entangle_pretraining["objectives"][0]
+    nlp = build(out, bert_dir, components=("ner",), side="char")
+    assert all(numpy.isfinite(h["ner"]) for h in train(nlp, n_steps=2))
+
+
 @pytest.mark.parametrize(
     "args,message",
     [
+        (["--design", "canine", "--stage-a-steps", "3"], "has no stage A"),
+        (["--design", "molecules"], "--design must be one of word, canine"),
         (["--k", "5"], "--k must be 1..1"),
         (["--teacher", "CANINE"], "leave --teacher out"),
         (["--stage-a-steps", "-1"], "--stage-a-steps must be"),

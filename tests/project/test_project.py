@@ -34,6 +34,9 @@ TINY_VARS = {
     "subword_dir": "backbones/tiny-bert",
     "char_random_dir": "backbones/tiny-canine",
     "pretrain_steps": 2,
+    "grown_k": 1,
+    "grown_steps": 3,
+    "grown_stage_a": 1,
     "char_layers": 1,
     "char_width": 32,
     "char_heads": 2,
@@ -91,7 +94,7 @@ def test_project_yml_is_valid():
 
     cfg = load_project_config(PROJECT, overrides={"vars.wnut17_dir": "../../shared/data/wnut17"})
     commands = {c["name"]: c for c in cfg["commands"]}
-    assert cfg["workflows"]["all"] == ["data", "backbones", "pretrain-chars", "corpus", "train", "package", "install"]
+    assert cfg["workflows"]["all"] == ["data", "backbones", "pretrain-grown", "corpus", "train", "package", "install"]
     assert cfg["workflows"]["baseline"][-2:] == ["train-baseline", "compare"]
     for name, steps in cfg["workflows"].items():
         assert set(steps) <= set(commands), name
@@ -105,12 +108,13 @@ def test_project_yml_is_valid():
     assert "random" in commands["backbones"]["help"].lower()
     assert commands["corpus"]["deps"] == ["../../shared/data/wnut17/"]
     train = commands["train"]["script"][0]
+    ship = cfg["vars"]["ship_variant"]
     for part in [
-        "scripts/variants.py train entangle --seeds 0",
+        f"scripts/variants.py train {ship} --seeds 0",
         "--max-steps 600",
         "--eval-frequency 200",
         "--gpu-id -1",
-        "--char-encoder masked",
+        "--char-encoder grown --char-dir backbones/grown",
         "--force",
     ]:
         assert part in train, part
@@ -122,14 +126,17 @@ def test_project_yml_is_valid():
         for dep in cmd.get("deps", []):
             if dep.startswith("../configs/"):
                 assert (PROJECT / dep).exists(), dep
-            elif dep not in ("corpus", "../../shared/data/wnut17/", "meta/entangle_wnut.json", "variants.yml"):
+            elif dep.startswith("meta/"):
+                assert (PROJECT / dep).exists(), dep
+            elif dep not in ("corpus", "../../shared/data/wnut17/", "variants.yml"):
                 assert dep in made, f"{name}: {dep} is made by no command"
     assert (PROJECT / "meta" / "entangle_wnut.json").exists()
-    # the entangle models train on the pretrained char encoder; the random one is its start
-    assert "backbones/canine-masked/" in commands["train"]["deps"]
+    # the entangle models train on the grown char encoder (issue 25); masked starts from the random one
+    assert "backbones/grown/" in commands["train"]["deps"]
     assert "--config backbones/canine-random" in commands["pretrain-chars"]["script"][0]
-    # issue 13: the shipped char encoder is a variable; `all` pretrains the one it names
-    assert cfg["vars"]["char_encoder"] == "masked" and cfg["vars"]["char_dir"] == "backbones/canine-masked"
+    # issue 13: the shipped char encoder is a variable; `all` makes the default one
+    assert cfg["vars"]["char_encoder"] == "grown" and cfg["vars"]["char_dir"] == "backbones/grown"
+    assert "backbones/grown/" in commands["pretrain-grown"]["outputs"]
     assert "backbones/canine-masked/" in commands["pretrain-chars"]["outputs"]
     distill = commands["pretrain-distill"]["script"][0]
     for part in [
@@ -140,9 +147,13 @@ def test_project_yml_is_valid():
     ]:
         assert part in distill, part
     assert "--max-steps 2400" in commands["pretrain-chars"]["script"][0]
-    assert {"pretrain-chars", "pretrain-distill", "noisy-dev", "train-pretraining", "compare"} <= set(
+    assert {"pretrain-chars", "pretrain-distill", "pretrain-grown", "noisy-dev", "train-pretraining"} <= set(
         cfg["workflows"]["pretraining"]
     )
+    assert cfg["workflows"]["pretraining"][-2:] == ["compare", "select"]
+    # design (a) of the grown encoder, piloted beside grown (design (b))
+    assert "pretrain-grown-canine" in cfg["workflows"]["pretraining"]
+    assert "--init-from backbones/minilm --design canine --k 6" in commands["pretrain-grown-canine"]["script"][0]
     pretraining = commands["train-pretraining"]["script"][0]
     for name in [
         "entangle-random",
@@ -151,15 +162,20 @@ def test_project_yml_is_valid():
         "entangle-char-distilled",
         "entangle-grown",
         "entangle-char-grown",
+        "entangle-both-grown",
+        "entangle-char-grown-canine",
         "baseline",
     ]:
         assert f" {name} " in pretraining, name
     assert "--seeds 0,1,2" in pretraining and "--noisy noisy/dev_noise0.5.spacy" in pretraining
-    assert "--char-encoder backbones/canine-masked" in commands["package"]["script"][0]
-    assert "training/entangle/seed0/model-best" in commands["package"]["deps"]
-    distilled = load_project_config(PROJECT, overrides={"vars.char_encoder": "distilled"})
+    package = commands["package"]["script"][0]
+    assert f"--char-encoder backbones/grown --variant {ship} --selection meta/selection.json" in package
+    assert f"training/{ship}/seed0/model-best" in commands["package"]["deps"]
+    distilled = load_project_config(
+        PROJECT, overrides={"vars.char_encoder": "distilled", "vars.char_dir": "backbones/canine-distilled"}
+    )
     train_distilled = {c["name"]: c for c in distilled["commands"]}["train"]
-    assert "--char-encoder distilled" in train_distilled["script"][0]
+    assert "--char-encoder distilled --char-dir backbones/canine-distilled" in train_distilled["script"][0]
     assert "backbones/canine-distilled/" in train_distilled["deps"]
     for script in [
         "variants.py",
@@ -331,15 +347,17 @@ def test_data_command_names_the_fix(tmp_path):
 def test_dry_run_of_all(tmp_path):
     project = _copy_project(tmp_path)
     _, out = weasel(project, "all", {"wnut17_dir": str(WNUT), "tweets_dir": str(TWEETS), "max_steps": 7}, dry=True)
+    ship = srsly.read_yaml(PROJECT / "project.yml")["vars"]["ship_variant"]
     for part in [
         "scripts/data.py",
         "init-backbone minilm backbones/minilm",
         "init-backbone canine backbones/canine-random --layers 2 --width 256",
-        f"pretrain-chars {TWEETS}/tweets.txt backbones/canine-masked --config backbones/canine-random --max-steps 2400",
-        "scripts/plot_pretrain.py backbones/canine-masked/pretrain_log.jsonl metrics/pretrain_chars.png",
+        f"pretrain-chars {TWEETS}/tweets.txt backbones/grown --init-from backbones/minilm --k 6 --max-steps 1100",
+        "scripts/plot_pretrain.py backbones/grown/pretrain_log.jsonl metrics/pretrain_grown.png",
         "-m spacy_entangle convert",
-        "scripts/variants.py train entangle --seeds 0 --char-encoder masked --subword-dir backbones/minilm --n-coattention 1 --max-steps 7",
-        "-m spacy package training/entangle/seed0/model-best packages --name entangle_wnut",
+        f"scripts/variants.py train {ship} --seeds 0 --char-encoder grown --char-dir backbones/grown "
+        "--subword-dir backbones/minilm --n-coattention 1 --max-steps 7",
+        f"-m spacy package training/{ship}/seed0/model-best packages --name entangle_wnut",
         "-m build --wheel --no-isolation --outdir packages ..",
         "pip uninstall -y -q en_entangle_wnut",
         "pip install --find-links packages packages/en_entangle_wnut-0.1.0/dist/",
@@ -446,6 +464,67 @@ def test_compare_over_seeds(tmp_path):
         variants.main(["compare", "--metrics-dir", str(tmp_path / "none")])
 
 
+def _seed_metrics(m: Path, name: str, pairs) -> None:
+    (m / name).mkdir(parents=True)
+    for seed, (clean, noisy) in enumerate(pairs):
+        srsly.write_json(m / name / f"seed{seed}_dev.json", _scores(clean, 0.5, 0.5, {}))
+        if noisy is not None:
+            srsly.write_json(m / name / f"seed{seed}_dev_noise0.5.json", _scores(noisy, 0.5, 0.5, {}))
+
+
+def test_select_ships_the_best_mean_of_clean_and_noisy(tmp_path, capsys):
+    """`select` (issue 25): the best mean over seeds of (clean + noise-0.5 dev F1) / 2, not the
+    best clean F1; every candidate needs --min-seeds seeds with both figures."""
+    import variants
+
+    m = tmp_path / "metrics"
+    _seed_metrics(m, "entangle-grown", [(0.54, 0.35), (0.53, 0.34), (0.55, 0.36)])  # best clean: 44.5
+    _seed_metrics(m, "entangle-char-grown", [(0.48, 0.42), (0.49, 0.41), (0.47, 0.43)])  # 45.0
+    _seed_metrics(m, "entangle-both-grown", [(0.50, 0.30), (0.52, 0.32), (0.51, 0.31)])  # 41.0
+    _seed_metrics(m, "baseline", [(0.54, 0.34), (0.53, 0.35), (0.55, 0.33)])
+    out = tmp_path / "selection.json"
+    names = ["entangle-grown", "entangle-char-grown", "entangle-both-grown"]
+    assert variants.main(["select", *names, "--metrics-dir", str(m), "--output", str(out)]) == 0
+    chosen = json.loads(out.read_text())
+    assert (chosen["chosen"], chosen["side"], chosen["char_encoder"]) == ("entangle-char-grown", "char", "grown")
+    row = chosen["candidates"][1]
+    assert row["seeds"] == [0, 1, 2] and row["dev_f1"] == [0.48, 0.01] and row["score"] == 0.45
+    assert row["dev_f1_noise0.5"] == [0.42, 0.01] and row["drop_noise0.5"] == [0.06, 0.02]
+    assert chosen["reference"]["name"] == "baseline" and chosen["reference"]["dev_f1"][0] == 0.54
+    assert "→ entangle-char-grown" in capsys.readouterr().out
+    # a candidate short of seeds (or of its noisy figures) is an error, not a silent pick
+    (m / "entangle-both-grown" / "seed2_dev_noise0.5.json").unlink()
+    with pytest.raises(SystemExit, match="entangle-both-grown has 2 seed"):
+        variants.main(["select", *names, "--metrics-dir", str(m), "--output", str(out)])
+
+
+def test_committed_selection_is_what_the_project_ships():
+    """meta/selection.json (the 3-seed choice) and project.yml's ship_variant / char_encoder /
+    char_dir name the same model, so `all` packages the measured winner, and the package's
+    description says which variant it is and why."""
+    import variants
+    from package_meta import variant_record
+
+    selection = json.loads((PROJECT / "meta" / "selection.json").read_text(encoding="utf8"))
+    project_vars = srsly.read_yaml(PROJECT / "project.yml")["vars"]
+    table = variants.load_variants()
+    # every candidate with the seeds `select` asked for (recorded), the shipped one with 3
+    assert len(selection["candidates"]) == 3 and selection["min_seeds"] >= 2
+    assert all(len(c["seeds"]) >= selection["min_seeds"] for c in selection["candidates"])
+    best = max(selection["candidates"], key=lambda c: c["score"])
+    assert best["name"] == selection["chosen"] and len(best["seeds"]) >= 3
+    ship = table[project_vars["ship_variant"]]
+    assert ship.char_encoder == variants.DEFAULT and ship.side == selection["side"]
+    assert project_vars["char_encoder"] == selection["char_encoder"]
+    assert project_vars["char_dir"] == f"backbones/{variants.ENCODER_DIRS[selection['char_encoder']]}"
+    record, sentence = variant_record(project_vars["ship_variant"], Path(project_vars["char_dir"]), selection)
+    assert record["chosen_by_selection"] and "It was chosen among" in sentence
+    # another side, or another char encoder, is shipped with a warning, not silently
+    other = next(n for n in ("entangle", "entangle-char", "entangle-both") if table[n].side != selection["side"])
+    assert "NOT the variant" in variant_record(other, None, selection)[1]
+    assert not variant_record(ship.name, Path("backbones/canine-masked"), selection)[0]["chosen_by_selection"]
+
+
 def test_variants_resume_and_retrain(tmp_path, monkeypatch):
     """A seed trained by the same command is skipped; another command (budget) retrains it and
     its old metrics go first; `evaluate` skips seeds that were never trained. (The training
@@ -496,18 +575,21 @@ def test_wnut_project_end_to_end(tmp_path):
     project = _copy_project(tmp_path)
     data = _tiny_data(tmp_path / "wnut17")
     v = dict(TINY_VARS, wnut17_dir=str(data), tweets_dir=str(_tiny_tweets(tmp_path / "tweets")))
-    for command in ["backbones", "pretrain-chars", "corpus", "train", "package"]:
+    ship = srsly.read_yaml(project / "project.yml")["vars"]["ship_variant"]
+    for command in ["backbones", "pretrain-grown", "corpus", "train", "package"]:
         _, out = weasel(project, command, v, env=TINY_ENV)
         if command == "corpus":
             assert "48 docs" in out and "16 docs" in out and "skipped (no" in out  # no test.conll
     assert (project / "backbones" / "tiny-bert").is_dir() and (project / "backbones" / "tiny-canine").is_dir()
-    pretrained = json.loads((project / "backbones" / "canine-masked" / "config.json").read_text())
-    assert pretrained["spacy_entangle_note"].startswith("pretrained by") and pretrained["hidden_size"] == 32
-    assert (project / "metrics" / "pretrain_chars.png").read_bytes()[:4] == b"\x89PNG"
-    metrics = json.loads((project / "metrics" / "entangle" / "seed0_dev.json").read_text())
+    # the grown char encoder (issue 25): the tiny BERT's one layer under a trained front end
+    grown = json.loads((project / "backbones" / "grown" / "config.json").read_text())
+    assert grown["model_type"] == "entangle-grown" and grown["hidden_size"] == 32
+    assert grown["spacy_entangle_note"].startswith("pretrained by")
+    assert (project / "metrics" / "pretrain_grown.png").read_bytes()[:4] == b"\x89PNG"
+    metrics = json.loads((project / "metrics" / ship / "seed0_dev.json").read_text())
     assert {"ents_p", "ents_r", "ents_f", "ents_per_type"} <= set(metrics)
-    assert not (project / "metrics" / "entangle" / "seed0_test.json").exists()
-    timing = json.loads((project / "metrics" / "entangle" / "seed0_train_time.json").read_text())
+    assert not (project / "metrics" / ship / "seed0_test.json").exists()
+    timing = json.loads((project / "metrics" / ship / "seed0_train_time.json").read_text())
     assert timing["seconds"] > 0 and "--system.seed" in timing["command"]
     wheel = project / "packages" / "en_entangle_wnut-0.0.1" / "dist" / "en_entangle_wnut-0.0.1-py3-none-any.whl"
     assert wheel.exists()
@@ -518,6 +600,10 @@ def test_wnut_project_end_to_end(tmp_path):
     assert any(r.startswith("spacy-entangle>=") for r in meta["requirements"])
     assert meta["performance"]["ents_f"] == metrics["ents_f"]
     assert meta["sources"][0]["license"] == "CC BY 4.0"
+    # which variant it is and why (meta/selection.json, the `pretraining` workflow's `select`)
+    assert meta["variant"]["name"] == ship and meta["variant"]["chosen_by_selection"]
+    assert f"Variant: {ship}, NER on the" in meta["description"] and "It was chosen among" in meta["description"]
+    assert meta["char_encoder"]["stopped_by"] == "max_steps" and meta["char_encoder"]["steps"] == 3
     # the model card: spaCy's README under the Hugging Face metadata header
     card = (project / "packages" / "en_entangle_wnut-0.0.1" / "README.md").read_text(encoding="utf8")
     header = srsly.yaml_loads(card.split("---\n")[1])
@@ -604,12 +690,13 @@ def test_wnut_project_end_to_end(tmp_path):
     assert {"ents_p", "ents_r", "ents_f", "ents_per_type"} <= set(baseline)
     _, out = weasel(project, "train-baseline", v, env=TINY_ENV)
     assert "Skipping 'train-baseline': nothing changed" in out
-    for name in ("entangle", "baseline"):  # the real evaluation on the noisy copies
+    for name in (ship, "baseline"):  # the real evaluation on the noisy copies
         noisy = json.loads((project / "metrics" / name / "seed0_dev_noise0.5.json").read_text())
         assert "ents_f" in noisy
     table = (project / "metrics" / "compare.md").read_text()
-    assert "| entangle | 1 |" in table and "| baseline | 1 |" in table and "entangle-char" not in table
+    rows = {line.split("|")[1].strip() for line in table.splitlines() if line.startswith("| ") and " | 1 |" in line}
+    assert rows == {ship, "baseline"}, table
     assert "noisy F1 @0.5" in table and "drop / baseline's" in table
     speed = json.loads((project / "metrics" / "speed.json").read_text())
-    assert set(speed["pipelines"]["models"]) == {"entangle", "baseline"}
+    assert set(speed["pipelines"]["models"]) == {ship, "baseline"}
     assert (project / "metrics" / "compare.png").exists()

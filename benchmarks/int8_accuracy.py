@@ -1,0 +1,58 @@
+"""What `inference = "int8"` costs in accuracy on a trained pipeline: its scores in fp32 and
+in int8 on each corpus, side by side, with the difference. `--keep-float PREFIX` also keeps
+the modules under PREFIX (names inside the entangle model, e.g. `char_encoder.words.`) in
+float: a what-if, to see which layers int8 may quantize.
+
+    OMP_NUM_THREADS=1 python benchmarks/int8_accuracy.py PIPELINE CORPUS.spacy [CORPUS.spacy ...]
+        [--keep-float char_encoder.words.] [--output int8.json]
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+import spacy
+from spacy.training import Corpus
+
+import spacy_entangle.modeling.inference as inference
+
+
+def scores(model: Path, corpora: Sequence[Path], mode: str) -> Dict[str, float]:
+    """Entity F1 (or the score spaCy's scorer reports first) per corpus in one inference mode."""
+    nlp = spacy.load(model, config={"components": {"entangle": {"inference": mode}}})
+    out = {}
+    for corpus in corpora:
+        result = nlp.evaluate(list(Corpus(str(corpus))(nlp)))
+        out[corpus.name] = float(result.get("ents_f") or result.get("spans_sc_f") or result.get("cats_score") or 0.0)
+    return out
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("pipeline", type=Path)
+    parser.add_argument("corpora", type=Path, nargs="+")
+    parser.add_argument("--keep-float", action="append", default=[], metavar="PREFIX")
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+    missing = [str(p) for p in [args.pipeline, *args.corpora] if not p.exists()]
+    if missing:
+        print(f"✘ not found: {', '.join(missing)}", file=sys.stderr)
+        return 1
+    if args.keep_float:
+        inference.FLOAT_PREFIXES = (*inference.FLOAT_PREFIXES, *args.keep_float)
+    fp32 = scores(args.pipeline, args.corpora, "fp32")
+    int8 = scores(args.pipeline, args.corpora, "int8")
+    print(f"float in int8: {', '.join(inference.FLOAT_PREFIXES)} and what modules declare (int8_keep_float)")
+    print(f"{'corpus':<28} {'fp32':>7} {'int8':>7} {'int8 - fp32':>12}")
+    for name in fp32:
+        print(f"{name:<28} {100 * fp32[name]:7.2f} {100 * int8[name]:7.2f} {100 * (int8[name] - fp32[name]):+12.2f}")
+    if args.output:
+        record = {"pipeline": str(args.pipeline), "float_in_int8": list(inference.FLOAT_PREFIXES)}
+        args.output.write_text(json.dumps({**record, "fp32": fp32, "int8": int8}, indent=2) + "\n", encoding="utf8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
