@@ -171,9 +171,7 @@ class CanineGrownPretrainer(GrownPretrainer):
     """Design (a): a CANINE whose deep stack was copied; stage B only."""
 
     def __init__(self, encoder: nn.Module, mid_layer: int) -> None:
-        nn.Module.__init__(self)
-        self.encoder = encoder  # type: ignore[assignment]  # a transformers CanineModel
-        self.mid_layer = mid_layer
+        super().__init__(encoder, mid_layer)  # type: ignore[arg-type]  # a transformers CanineModel
 
     def copied_parameters(self) -> List[nn.Parameter]:
         return [p for layer in self.copied_layers() for p in layer.parameters()]
