@@ -3,6 +3,7 @@
 #   make test   - ruff and mypy (make lint), then the test suite, twice: the full suite in .venv
 #                 (transformers 4.x, which spacy-transformers 1.4 pins) and the core suite in
 #                 .venv-core (the library alone, so pip resolves the newest transformers setup.cfg allows: 5.x)
+#                 and a pipeline saved in each venv loaded in the other (make test-cross)
 # They create the virtual environments first if they are missing.
 
 PYTHON ?= python3
@@ -24,7 +25,7 @@ TWEETS_DIR ?= $(if $(wildcard ../shared/data/tweets_unlabeled/tweets.txt),../../
 TORCH_VERSION ?= 2.13.0
 TORCH_INDEX ?=
 
-.PHONY: venv venv-core lint format test test-full test-core wnut clean
+.PHONY: venv venv-core lint format test test-full test-core test-cross wnut clean
 
 $(BIN)/.installed: setup.cfg
 	$(PYTHON) -m venv $(VENV)
@@ -56,7 +57,7 @@ format: venv
 	$(BIN)/ruff format .
 
 # lint first (make runs the prerequisites left to right)
-test: lint test-full test-core
+test: lint test-full test-core test-cross
 
 test-full: venv
 	$(BIN)/python -m pytest -q -p no:cacheprovider
@@ -66,6 +67,12 @@ test-full: venv
 test-core: venv-core
 	$(CORE_BIN)/python -c "from importlib.metadata import version as v; print('core suite: transformers', v('transformers'))"
 	$(CORE_BIN)/python -m pytest -q -p no:cacheprovider -rs
+
+# a pipeline saved under each venv's transformers (4.x, 5.x) loads under the other's and
+# predicts the same (tests/test_cross_version.py, ~30 s; the two suites above skip it)
+test-cross: venv venv-core
+	ENTANGLE_CROSS_PYTHONS="$(abspath $(BIN))/python,$(abspath $(CORE_BIN))/python" \
+		$(BIN)/python -m pytest -q -p no:cacheprovider -rs tests/test_cross_version.py
 
 wnut: venv
 	cd project && PATH="$(abspath $(BIN)):$$PATH" python -m weasel run all . $(if $(WNUT17_DIR),--vars.wnut17_dir $(WNUT17_DIR),) $(if $(TWEETS_DIR),--vars.tweets_dir $(TWEETS_DIR),)

@@ -23,10 +23,10 @@ from typing import Dict, List, Tuple
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import spacy  # noqa: E402
-import speed_data  # noqa: E402  (benchmarks/speed_data.py: the shared reader)
+import spacy
+import speed_data  # benchmarks/speed_data.py: the shared reader
 
-from spacy_entangle.annotate import annotate  # noqa: E402
+from spacy_entangle.annotate import annotate
 
 LABELS = ["corporation", "creative-work", "group", "location", "person", "product"]
 

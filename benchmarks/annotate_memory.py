@@ -1,6 +1,6 @@
 """Memory of `annotate` in the number of docs: shard bytes per doc and the peak RSS of the
 annotate process, for a tiny entangle pipeline (random 32-wide CANINE and BERT, ner + tagger)
-saved with ``store_output = true`` (the default before issue 22), over N tweets (WNUT-17 dev
+saved with ``store_output = true`` (the old default, which kept every doc's states), over N tweets (WNUT-17 dev
 sentences repeated). Run it at two N: a flat peak RSS means no doc's states are kept.
 
     OMP_NUM_THREADS=1 python benchmarks/annotate_memory.py WORKDIR --data ../shared/data/wnut17/dev.conll --docs 10000

@@ -1,4 +1,4 @@
-"""The go / no-go figure of a grown char encoder (issue 25): mean cosine, over the words of
+"""The go / no-go figure of a grown char encoder: mean cosine, over the words of
 held-out tweets, between the grown encoder's word states and its teacher's (the subword
 encoder it grew from) on clean text, and with the student reading the same tweets attacked
 (CharBERT's attacks at --noise; the teacher always reads them clean).
@@ -35,18 +35,20 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or 0) or torch.get_num_threads())
 
-    from transformers import AutoModel
+    from transformers import AutoConfig, AutoModel
 
+    from spacy_entangle.modeling.char_designs import get_design
     from spacy_entangle.noise.attacks import ATTACKS
     from spacy_entangle.pretraining.checkpoint import CHECKPOINT
     from spacy_entangle.pretraining.data import read_texts, split_dev
     from spacy_entangle.pretraining.distill import Teacher
-    from spacy_entangle.pretraining.grow import make_pretrainer, new_grown, teacher_layers, word_cosines
+    from spacy_entangle.pretraining.grow import doc_chars, make_pretrainer, new_grown, teacher_layers, word_cosines
     from spacy_entangle.pretraining.settings import PretrainSettings
 
     state = json.loads((args.encoder / CHECKPOINT / "state.json").read_text(encoding="utf8"))
     settings = PretrainSettings(**state["settings"])
-    docs, _ = read_texts(args.text, settings.max_chars)
+    # the run's own rows (cut to what the copied position table holds), so its own dev split
+    docs, _ = read_texts(args.text, doc_chars(settings, AutoConfig.from_pretrained(settings.init_from)))
     train, dev = split_dev(docs, settings.dev_fraction, settings.seed)
     dev = dev[: args.n]
     grown = AutoModel.from_pretrained(args.encoder)
@@ -70,8 +72,9 @@ def main() -> None:
         rows[("teacher reads attacked", f"noise {args.noise}")] = word_cosines(
             student, teacher, dev, args.noise, ATTACKS, args.batch_size, teacher_reads_noise=True
         )
-    # stage A's fit: design (b) only (a grown CANINE has no word-level front end)
-    types = unseen_type_cosines(grown, teacher, train, dev, args.noise) if settings.grow_design == "word" else None
+    # stage A's fit: designs with a word-level front end only (a grown CANINE has none)
+    has_front_end = get_design(settings.grow_design).stage_a
+    types = unseen_type_cosines(grown, teacher, train, dev, args.noise) if has_front_end else None
     print(
         f"held-out tweets: {len(dev)}; teacher {settings.init_from}, layers {teacher.layers} (mid, last); "
         f"threads {torch.get_num_threads()}"
@@ -105,6 +108,8 @@ def unseen_type_cosines(grown, teacher, train, dev, noise: float):
     types, targets = input_targets(unseen, teacher)
     grown.eval()
     out = {"types": len(types)}
+    if not types:  # every held-out type was seen in training
+        return {**out, "clean_cos": float("nan"), "noisy_cos": float("nan")}
     for name, rate in (("clean", 0.0), ("noisy", noise)):
         spellings = attack_words(types, rate, ATTACKS, random.Random(12345))
         ids, mask = encode_spellings(spellings, width)

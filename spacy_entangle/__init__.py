@@ -7,6 +7,7 @@ check_transformers()  # before anything can reach transformers: one line that na
 
 from . import architectures  # noqa: E402,F401  (registers the architectures)
 from .data import EntangleData  # noqa: E402
+from .modeling import char_designs  # noqa: E402,F401  (registers the grown model type with transformers, lazily)
 from .pipeline import CharTagger, Entangle, make_char_tagger, make_entangle  # noqa: E402
 from .tokenization.windows import configure_windows  # noqa: E402
 

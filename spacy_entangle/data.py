@@ -1,10 +1,15 @@
-"""What the `entangle` component stores per doc (``doc._.entangle``) and sends to listeners."""
+"""What the `entangle` component stores per doc (``doc._.entangle``) and sends to listeners,
+and how a token reads its rows of it (pooling, shared by the listeners' layers and
+``EntangleData.token_vectors``: this module sits below layers/ and imports nothing from it)."""
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Literal, Optional, Tuple
+from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
 import numpy
 import srsly
+from spacy.tokens import Doc
+from thinc.api import Model, Ops, Ragged, reduce_first, reduce_mean, use_ops
+from thinc.backends import get_array_ops
 from thinc.types import Floats2d
 
 from .tokenization.alignment import DocAlignment
@@ -58,8 +63,6 @@ class EntangleData:
         """One vector per spaCy token, (n_tokens, width), or (n_tokens, 2 x width) for
         side="both" (subword ‖ char): the token's rows on ``side`` pooled as a listener
         with that ``pooling`` ("first" | "mean") pools them."""
-        from .layers.pooling import pooled_token_vectors
-
         return pooled_token_vectors([self], side, pooling)[0]
 
     def to_dict(self) -> Dict[str, Any]:
@@ -92,6 +95,99 @@ class EntangleData:
         for key in ("subword_lengths", "subword_rows", "char_lengths", "char_rows"):
             a[key] = numpy.asarray(a[key], dtype="int32")
         return cls(subword=msg["subword"], char=msg["char"], align=DocAlignment(**a), source=msg.get("source"))
+
+
+# the pooling layers by name (token vectors outside a listener: EntangleData.token_vectors, doc.tensor)
+POOLERS: Dict[str, Callable[[], Model[Ragged, Floats2d]]] = {"first": reduce_first, "mean": reduce_mean}
+
+
+def pool_token_rows(
+    ops: Ops, datas: Sequence[EntangleData], sides: Sequence[str], reduce: Callable[[str, Ragged], Floats2d]
+) -> List[Floats2d]:
+    """One vector per token of each doc: per side, every token's rows (tokens in doc
+    order, docs in batch order) gathered into one Ragged that ``reduce`` pools; the sides
+    concatenated (subword ‖ char). ``reduce`` is not called for a side with no rows."""
+    per_side = []
+    for side in sides:
+        Xs = [d.side(side) for d in datas]
+        width = Xs[0].shape[1] if Xs else 0
+        gathered = [X[ops.asarray(getattr(d.align, f"{side}_rows"), dtype="int32")] for X, d in zip(Xs, datas)]
+        lengths = [ops.asarray1i(getattr(d.align, f"{side}_lengths")) for d in datas]
+        flat = ops.xp.concatenate(gathered, axis=0) if gathered else ops.alloc2f(0, width)
+        if flat.shape[0] == 0:
+            per_side.append(ops.alloc2f(0, width))
+        else:
+            per_side.append(reduce(side, Ragged(flat, ops.asarray1i(ops.xp.concatenate(lengths)))))
+    Y = per_side[0] if len(per_side) == 1 else ops.xp.hstack(per_side)
+    out, start = [], 0
+    for d in datas:
+        n = len(d.align.subword_lengths)
+        out.append(Y[start : start + n])
+        start += n
+    return out
+
+
+def pooled_token_vectors(datas: List[EntangleData], side: Side, pooling: Pooling) -> List[Floats2d]:
+    """One row per token of each doc, as a listener on ``side`` with ``pooling`` reads it
+    (the same thinc layer, predicted: no gradient). The ops follow the states' arrays, so
+    states on the CPU pool on the CPU whatever the current device."""
+    if pooling not in POOLERS:
+        raise ValueError(f"pooling must be one of {', '.join(map(repr, POOLERS))}, got {pooling!r}")
+    sides = side_names(side)
+    if not datas:
+        return []
+    ops = get_array_ops(datas[0].side(sides[0]))
+    with use_ops(ops.name):
+        layer = POOLERS[pooling]()
+    return pool_token_rows(ops, datas, sides, lambda _, rows: layer.predict(rows))
+
+
+# -- kept on the doc (store_output = true) ---------------------------------------------------
+
+
+def install_doc_extensions() -> None:
+    """``doc._.entangle``: the output of the last `entangle` component (store_output = true)
+    that ran on the doc; ``doc._.entangle_others``: the outputs it replaced from other
+    `entangle` components, by component name (so each is kept, and saved, once)."""
+    for name in ("entangle", "entangle_others"):
+        if not Doc.has_extension(name):
+            Doc.set_extension(name, default=None)
+
+
+def keep_output(doc: Doc, data: EntangleData) -> None:
+    """Keep ``data`` (computed by ``data.source``) on the doc: in ``doc._.entangle``, where an
+    output of another component moves to ``doc._.entangle_others`` (a listener of that
+    component still reads it)."""
+    install_doc_extensions()
+    previous: Optional[EntangleData] = doc._.entangle
+    others: Dict[str, EntangleData] = dict(doc._.entangle_others or {})
+    if previous is not None and previous.source is not None and previous.source != data.source:
+        others[previous.source] = previous
+    if data.source is not None:
+        others.pop(data.source, None)
+    doc._.entangle = data
+    doc._.entangle_others = others or None
+
+
+def kept_output(doc: Doc, source: Optional[str]) -> Optional[EntangleData]:
+    """The output the `entangle` component named ``source`` kept on ``doc`` (None: it kept
+    none; another component's is never returned). source None (a listener on "*" not
+    linked to a component): whatever ``doc._.entangle`` holds. An output that names no
+    component (kept before outputs named theirs) is any component's."""
+    if not doc.has_extension("entangle"):
+        return None
+    latest: Optional[EntangleData] = doc._.entangle
+    if latest is not None and (source is None or latest.source in (None, source)):
+        return latest
+    others = doc._.entangle_others if doc.has_extension("entangle_others") else None
+    return others.get(source) if others and source is not None else None
+
+
+def drop_kept_outputs(doc: Doc) -> None:
+    """Forget every output kept on ``doc``."""
+    for name in ("entangle", "entangle_others"):
+        if doc.has_extension(name) and doc._.get(name) is not None:
+            doc._.set(name, None)
 
 
 @srsly.msgpack_encoders("spacy_entangle_data")

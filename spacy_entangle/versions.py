@@ -5,15 +5,18 @@ can say which versions to install instead of calling the files damaged).
 Versions are read from the installed distributions' metadata, never by importing the
 libraries: importing transformers costs seconds, and spaCy imports this package on start."""
 
-from importlib.metadata import PackageNotFoundError, version
-from typing import Dict, Mapping, Optional
+import configparser
+from importlib.metadata import PackageNotFoundError, requires, version
+from pathlib import Path
+from typing import Dict, Iterable, List, Mapping, Optional
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-# the range CI tests: the core suite runs on the newest 5.x pip resolves (.venv-core), the full
-# suite on the 4.x that spacy-transformers 1.4 pins (.venv); keep setup.cfg's install_requires equal
-TRANSFORMERS_RANGE = ">=4.30,<6"
+DISTRIBUTION = "spacy-entangle"
+# where install_requires is written (the one place): a source checkout's setup.cfg
+SETUP_CFG = Path(__file__).resolve().parent.parent / "setup.cfg"
 # what a saved pipeline records (see saved_versions)
 RECORDED = ("spacy-entangle", "transformers", "tokenizers", "torch")
 
@@ -26,8 +29,58 @@ def installed(dist: str) -> Optional[str]:
         return None
 
 
-def transformers_problem(found: Optional[str], wanted: str = TRANSFORMERS_RANGE) -> Optional[str]:
-    """One line that names the fix when ``found`` is outside ``wanted``; None when it fits."""
+def requirement_range(dist: str, lines: Iterable[str]) -> Optional[str]:
+    """The version range of ``dist`` among requirement lines (extras' lines skipped), or None."""
+    for line in lines:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is None and req.name.lower() == dist.lower():
+            # lower bounds first, as people write them (">=4.30,<6")
+            specs = sorted(req.specifier, key=lambda spec: (spec.operator.startswith("<"), str(spec)))
+            return ",".join(str(spec) for spec in specs) or None
+    return None
+
+
+def _setup_cfg_requires(path: Optional[Path] = None) -> Optional[List[str]]:
+    """install_requires of a source checkout's setup.cfg, or None where there is none."""
+    path = SETUP_CFG if path is None else path
+    if not path.is_file():
+        return None
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(path, encoding="utf8")
+        text = parser.get("options", "install_requires")
+    except (configparser.Error, UnicodeDecodeError):
+        return None
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def declared_transformers_range() -> Optional[str]:
+    """The transformers range spacy-entangle declares, read where it is written once: the
+    installed distribution's metadata (setup.cfg's install_requires), or, when the package runs
+    from a source tree that is not installed, that setup.cfg itself. None when neither can be
+    read: then the import check is skipped rather than guessed."""
+    try:
+        lines = requires(DISTRIBUTION)
+    except PackageNotFoundError:
+        lines = None
+    if lines is None:
+        lines = _setup_cfg_requires()
+    return requirement_range("transformers", lines or ())
+
+
+# the range CI tests: the core suite runs on the newest 5.x pip resolves (.venv-core), the full
+# suite on the 4.x that spacy-transformers 1.4 pins (.venv)
+TRANSFORMERS_RANGE = declared_transformers_range()
+
+
+def transformers_problem(found: Optional[str], wanted: Optional[str] = TRANSFORMERS_RANGE) -> Optional[str]:
+    """One line that names the fix when ``found`` is outside ``wanted``; None when it fits
+    (or when no range is known: see declared_transformers_range)."""
+    if wanted is None:
+        return None
     try:
         fits = found is not None and SpecifierSet(wanted).contains(Version(found), prereleases=True)
     except InvalidVersion:

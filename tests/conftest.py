@@ -7,13 +7,13 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import importlib.util  # noqa: E402
-from pathlib import Path  # noqa: E402
+import importlib.util
+from pathlib import Path
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import pytest
+import torch
 
-from spacy_entangle.backbone_dirs import (  # noqa: E402
+from spacy_entangle.backbone_dirs import (
     export_minilm,
     make_random_canine,
     make_random_subword,

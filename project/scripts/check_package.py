@@ -7,22 +7,24 @@ in the project folder is picked up), checks that the requirements in its meta ar
 installed, tags a sample tweet and prints the entities. Exits 1 on any failure.
 """
 
-import argparse
 import json
 import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional
+
+import typer
 
 SAMPLE = "Empire State Building = ESB . Pretty bad storm here last evening with @paulwalk in New York"
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("name")
-    p.add_argument("--output", type=Path, default=None)
-    args = p.parse_args(argv)
-    output = args.output.resolve() if args.output else None
+def main(
+    name: str = typer.Argument(..., help="the installed package, e.g. en_entangle_wnut"),
+    output: Optional[Path] = typer.Option(None, "--output", help="a JSON record of what was loaded"),
+) -> None:
+    """Smoke-test an installed pipeline package in a fresh process."""
+    output = output.resolve() if output else None
     from importlib.metadata import PackageNotFoundError, version
 
     import spacy
@@ -30,7 +32,7 @@ def main(argv=None):
 
     with tempfile.TemporaryDirectory() as tmp:
         os.chdir(tmp)
-        nlp = spacy.load(args.name)
+        nlp = spacy.load(name)
     problems = []
     for req in nlp.meta.get("requirements", []):
         r = Requirement(req)
@@ -43,23 +45,23 @@ def main(argv=None):
             problems.append(f"{req}: installed {have}")
     doc = nlp(SAMPLE)
     ents = [(e.text, e.label_) for e in doc.ents]
-    pkg = sys.modules.get(args.name)
+    pkg = sys.modules.get(name)
     location = getattr(pkg, "__file__", None)
     print(
-        f"✔ spacy.load({args.name!r}) {nlp.meta.get('version')}: pipeline {nlp.pipe_names}, "
+        f"✔ spacy.load({name!r}) {nlp.meta.get('version')}: pipeline {nlp.pipe_names}, "
         f"labels {list(nlp.get_pipe('ner').labels) if 'ner' in nlp.pipe_names else []}"
     )
     print(f"  requirements: {nlp.meta.get('requirements')}")
     print(f"  {SAMPLE!r} -> {ents}")
     if problems:
         print("✘ unmet requirements: " + "; ".join(problems), file=sys.stderr)
-        return 1
+        raise typer.Exit(code=1)
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(
             json.dumps(
                 {
-                    "name": args.name,
+                    "name": name,
                     "version": nlp.meta.get("version"),
                     "location": location,
                     "pipeline": nlp.pipe_names,
@@ -72,8 +74,7 @@ def main(argv=None):
             + "\n",
             encoding="utf-8",
         )
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    typer.run(main)

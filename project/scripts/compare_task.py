@@ -16,11 +16,12 @@ Rows whose metrics are missing are left out with a note (a variant that was not 
 Also importable: `headline()` gives a task's main scores (used by compare_tasks.py).
 """
 
-import argparse
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+import typer
 from tables import pct as _pct
 from tables import read_json, write_report
 
@@ -143,38 +144,40 @@ def language_table(
     return lines, notes
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--task", required=True, choices=sorted(HEADLINE))
-    p.add_argument("--row", action="append", required=True, help="NAME=PREFIX (repeatable)")
-    p.add_argument("--metrics-dir", type=Path, default=Path("metrics"))
-    p.add_argument("--training-dir", type=Path, default=Path("training"), help="per-language mode: train times")
-    p.add_argument("--languages", default=None, help="per-language mode: 'swa', 'swa,hau' or 'all'")
-    p.add_argument("--all-languages", default=None, help="what 'all' means (comma-separated)")
-    p.add_argument("--title", default=None)
-    p.add_argument("--output", type=Path, default=None)
-    args = p.parse_args(sys.argv[1:] if argv is None else argv)
-    rows = parse_rows(args.row)
-    if args.languages:
+Task = Enum("Task", {name: name for name in sorted(HEADLINE)}, type=str)  # typer's choices
+
+
+def main(
+    task: Task = typer.Option(..., "--task"),
+    row: List[str] = typer.Option(..., "--row", help="NAME=PREFIX (repeatable)"),
+    metrics_dir: Path = typer.Option(Path("metrics"), "--metrics-dir"),
+    training_dir: Path = typer.Option(Path("training"), "--training-dir", help="per-language mode: train times"),
+    languages: Optional[str] = typer.Option(None, "--languages", help="per-language mode: 'swa', 'swa,hau' or 'all'"),
+    all_languages: Optional[str] = typer.Option(None, "--all-languages", help="what 'all' means (comma-separated)"),
+    title: Optional[str] = typer.Option(None, "--title"),
+    output: Optional[Path] = typer.Option(None, "--output", help="default: METRICS_DIR/compare.md"),
+) -> None:
+    """One comparison table of a task's trained models (markdown)."""
+    rows = parse_rows(row)
+    if languages:
         from foreach import expand_items
 
         try:
-            languages = expand_items(args.languages, args.all_languages)
+            langs = expand_items(languages, all_languages)
         except ValueError as e:
             sys.exit(f"✘ compare_task.py: {e}")
-        lines, notes = language_table(args.task, args.metrics_dir, args.training_dir, rows, languages)
-        metric = HEADLINE[args.task][0][0]
+        lines, notes = language_table(task.value, metrics_dir, training_dir, rows, langs)
+        metric = HEADLINE[task.value][0][0]
         intro = f"Dev {metric} (%) per language."
     else:
-        lines, notes = single_table(args.task, args.metrics_dir, rows)
+        lines, notes = single_table(task.value, metrics_dir, rows)
         intro = "Dev scores (%)."
     if not lines:
         sys.exit("✘ compare_task.py: no metrics to compare: " + "; ".join(notes))
-    text = ([f"## {args.title}", ""] if args.title else []) + [intro, "", *lines, ""] + [f"- {n}" for n in notes]
+    text = ([f"## {title}", ""] if title else []) + [intro, "", *lines, ""] + [f"- {n}" for n in notes]
     text.append("- train time: wall clock of `spacy train` (including its dev evaluations).")
-    write_report(args.output or args.metrics_dir / "compare.md", text)
-    return 0
+    write_report(output or metrics_dir / "compare.md", text)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    typer.run(main)

@@ -17,15 +17,17 @@ variant), baseline, and the difference entangle-subword − baseline in points. 
 paper reads the paper presets' metrics (prefixes paper and paper_baseline) instead.
 """
 
-import argparse
 import sys
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+import typer
 from compare_task import HEADLINE, headline, pct, read_json, write_report
 from tables import mean_spread
 
+HERE = Path(__file__).resolve().parent.parent
 COLUMNS = ["entangle-subword", "entangle-char", "entangle-mean", "baseline"]
 PRESETS = {
     "cpu": {
@@ -119,29 +121,30 @@ def make_table(root: Path, preset: str) -> Tuple[List[str], List[str]]:
     return lines, notes
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    here = Path(__file__).resolve().parent.parent
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--root", type=Path, default=here, help="the WNUT-17 project folder holding the task sub-projects")
-    p.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
-    p.add_argument("--output", type=Path, default=None, help="default: ROOT/metrics/compare_tasks[_paper].md")
-    args = p.parse_args(sys.argv[1:] if argv is None else argv)
-    lines, notes = make_table(args.root, args.preset)
+Preset = Enum("Preset", {name: name for name in sorted(PRESETS)}, type=str)  # typer's choices
+
+
+def main(
+    root: Path = typer.Option(HERE, "--root", help="the WNUT-17 project folder holding the task sub-projects"),
+    preset: Preset = typer.Option(Preset("cpu"), "--preset"),
+    output: Optional[Path] = typer.Option(None, "--output", help="default: ROOT/metrics/compare_tasks[_paper].md"),
+) -> None:
+    """One table across the paper's tasks: entangle (each side) vs the spacy-transformers baseline."""
+    lines, notes = make_table(root, preset.value)
     if len(lines) == 2:
         sys.exit("✘ compare_tasks.py: no task has metrics yet: " + "; ".join(notes))
-    preset = (
+    which = (
         "CPU presets (MiniLM-L6 + a small CANINE: pretrained by `pretrain-chars` for WNUT-17, "
         "the random-initialised stand-in for the other tasks)"
-        if args.preset == "cpu"
+        if preset.value == "cpu"
         else "paper presets"
     )
-    text = [f"Dev scores (%) of the {preset}, from each project's latest run.", "", *lines, ""]
+    text = [f"Dev scores (%) of the {which}, from each project's latest run.", "", *lines, ""]
     text += [f"- {n}" for n in notes]
     text.append("- entangle-mean: TweetEval only, the listener with mean pooling instead of the first-state head.")
-    name = "compare_tasks.md" if args.preset == "cpu" else "compare_tasks_paper.md"
-    write_report(args.output or args.root / "metrics" / name, text)
-    return 0
+    name = "compare_tasks.md" if preset.value == "cpu" else "compare_tasks_paper.md"
+    write_report(output or root / "metrics" / name, text)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    typer.run(main)

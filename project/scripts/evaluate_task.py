@@ -14,12 +14,13 @@ gold word, as in the paper) instead of re-tokenizing the text. A --model directo
 missing is an error; an --optional one is skipped with a note (a variant not trained).
 """
 
-import argparse
 import sys
 import time
+from enum import Enum
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+import typer
 from _models import load_models
 
 
@@ -69,6 +70,10 @@ def evaluate(nlp, data: Path, gold_preproc: bool) -> Dict:
     return scores
 
 
+# --gold-preproc takes a value, not a flag: project.yml passes a variable
+TrueFalse = Enum("TrueFalse", {"true": "true", "false": "false"}, type=str)
+
+
 def headline(scores: Dict) -> str:
     parts = []
     for key, name in [
@@ -83,21 +88,21 @@ def headline(scores: Dict) -> str:
     return ", ".join(parts) or "no scores"
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("data", type=Path)
-    p.add_argument("--model", action="append", default=[], help="NAME=MODEL_DIR, required (repeatable)")
-    p.add_argument("--optional", action="append", default=[], help="NAME=MODEL_DIR, skipped when missing")
-    p.add_argument("--split", default="dev", help="suffix of the metrics files: NAME_SPLIT.json")
-    p.add_argument("--metrics-dir", type=Path, default=Path("metrics"))
-    p.add_argument("--gold-preproc", choices=["true", "false"], default="false")
-    p.add_argument("--gpu-id", type=int, default=-1)
-    args = p.parse_args(sys.argv[1:] if argv is None else argv)
-    if not args.model and not args.optional:
-        p.error("give at least one --model NAME=MODEL_DIR")
-    if not args.data.is_file():
-        sys.exit(f"✘ evaluate_task.py: no corpus {args.data}")
-    for spec in args.model:
+def main(
+    data: Path = typer.Argument(..., help="the .spacy corpus"),
+    model: List[str] = typer.Option([], "--model", help="NAME=MODEL_DIR, required (repeatable)"),
+    optional: List[str] = typer.Option([], "--optional", help="NAME=MODEL_DIR, skipped when missing"),
+    split: str = typer.Option("dev", "--split", help="suffix of the metrics files: NAME_SPLIT.json"),
+    metrics_dir: Path = typer.Option(Path("metrics"), "--metrics-dir"),
+    gold_preproc: TrueFalse = typer.Option(TrueFalse("false"), "--gold-preproc"),
+    gpu_id: int = typer.Option(-1, "--gpu-id"),
+) -> None:
+    """Evaluate trained pipelines on a .spacy corpus: spaCy's scores plus textcat accuracy."""
+    if not model and not optional:
+        raise typer.BadParameter("give at least one --model NAME=MODEL_DIR", param_hint="--model")
+    if not data.is_file():
+        sys.exit(f"✘ evaluate_task.py: no corpus {data}")
+    for spec in model:
         name, _, model_dir = spec.partition("=")
         if model_dir and not Path(model_dir).exists():
             sys.exit(f"✘ evaluate_task.py: {name}: no model {model_dir} (train it first)")
@@ -105,17 +110,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     import spacy
     import srsly
 
-    if args.gpu_id >= 0:
-        spacy.require_gpu(args.gpu_id)
-    args.metrics_dir.mkdir(parents=True, exist_ok=True)
-    for name, model_dir, nlp in load_models(args.model + args.optional, "evaluate_task.py"):
-        scores = evaluate(nlp, args.data, args.gold_preproc == "true")
-        scores.update({"model": str(model_dir), "data": str(args.data)})
-        out = args.metrics_dir / f"{name}_{args.split}.json"
+    if gpu_id >= 0:
+        spacy.require_gpu(gpu_id)
+    metrics_dir.mkdir(parents=True, exist_ok=True)
+    for name, model_dir, nlp in load_models(model + optional, "evaluate_task.py"):
+        scores = evaluate(nlp, data, gold_preproc.value == "true")
+        scores.update({"model": str(model_dir), "data": str(data)})
+        out = metrics_dir / f"{name}_{split}.json"
         srsly.write_json(out, scores)
-        print(f"✔ {name} on {args.data} ({scores['n_docs']} docs): {headline(scores)} -> {out}")
-    return 0
+        print(f"✔ {name} on {data} ({scores['n_docs']} docs): {headline(scores)} -> {out}")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    typer.run(main)

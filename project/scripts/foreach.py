@@ -14,7 +14,7 @@ import subprocess
 import sys
 from typing import List, Optional
 
-USAGE = "usage: foreach.py ITEMS [--all a,b,c] [--placeholder {lang}] -- COMMAND [ARGS ...]"
+import typer
 
 
 def expand_items(spec: str, all_items: Optional[str] = None) -> List[str]:
@@ -37,29 +37,18 @@ def expand_items(spec: str, all_items: Optional[str] = None) -> List[str]:
     return items
 
 
-def main(argv: List[str]) -> int:
-    if "--" not in argv:
-        sys.exit(USAGE)
-    split = argv.index("--")
-    head, command = argv[:split], argv[split + 1 :]
-    if not head or not command:
-        sys.exit(USAGE)
-    spec, rest = head[0], head[1:]
-    all_items, placeholder = None, "{lang}"
-    while rest:
-        opt = rest.pop(0)
-        if opt not in ("--all", "--placeholder") or not rest:
-            sys.exit(f"foreach.py: unexpected argument {opt!r}\n{USAGE}")
-        value = rest.pop(0)
-        if opt == "--all":
-            all_items = value
-        else:
-            placeholder = value
+def main(
+    spec: str = typer.Argument(..., metavar="ITEMS", help="an item, items separated by commas, or 'all'"),
+    command: List[str] = typer.Argument(..., help="the command after `--`, with its arguments"),
+    all_items: Optional[str] = typer.Option(None, "--all", help="what 'all' means; every item must be one of them"),
+    placeholder: str = typer.Option("{lang}", "--placeholder", help="replaced by the item in every argument"),
+) -> None:
+    """Run COMMAND once per item, the placeholder replaced; stop at the first failure."""
     try:
         items = expand_items(spec, all_items)
     except ValueError as e:
         print(f"✘ foreach.py: {e}", file=sys.stderr)
-        return 1
+        raise typer.Exit(code=1) from None
     if command[0] in ("python", "python3"):
         command[0] = sys.executable
     for n, item in enumerate(items, start=1):
@@ -68,9 +57,8 @@ def main(argv: List[str]) -> int:
         returncode = subprocess.run(args).returncode
         if returncode != 0:
             print(f"✘ foreach.py: {item} failed with exit code {returncode}", file=sys.stderr)
-            return returncode
-    return 0
+            raise typer.Exit(code=returncode)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    typer.run(main)

@@ -10,33 +10,28 @@ gone). A leading `python` in COMMAND runs this interpreter (as weasel does).
 import subprocess
 import sys
 from pathlib import Path
+from typing import List
+
+import typer
 
 
-def main(argv):
-    if "--" not in argv:
-        sys.exit("usage: if_exists.py PATH [--else-remove FILE ...] -- COMMAND [ARGS ...]")
-    split = argv.index("--")
-    head, command = argv[:split], argv[split + 1 :]
-    if not head or not command:
-        sys.exit("usage: if_exists.py PATH [--else-remove FILE ...] -- COMMAND [ARGS ...]")
-    path, rest = Path(head[0]), head[1:]
-    remove = []
-    while rest:
-        opt = rest.pop(0)
-        if opt != "--else-remove" or not rest:
-            sys.exit(f"if_exists.py: unexpected argument {opt!r}")
-        remove.append(Path(rest.pop(0)))
+def main(
+    path: Path = typer.Argument(..., help="run the command only if this exists"),
+    command: List[str] = typer.Argument(..., help="the command after `--`, with its arguments"),
+    else_remove: List[Path] = typer.Option([], "--else-remove", help="deleted when PATH is missing (repeatable)"),
+) -> None:
+    """Run COMMAND only if PATH exists; otherwise delete each --else-remove FILE and exit 0."""
     if not path.exists():
-        for stale in remove:
+        for stale in else_remove:
             if stale.exists():
                 stale.unlink()
                 print(f"ℹ removed stale {stale}")
         print(f"ℹ skipped (no {path}): {' '.join(command)}")
-        return 0
+        return
     if command[0] in ("python", "python3"):
         command[0] = sys.executable
-    return subprocess.run(command).returncode
+    raise typer.Exit(code=subprocess.run(command).returncode)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    typer.run(main)

@@ -22,19 +22,20 @@ BASE_META.json holds the hand-written fields (description, licence, sources). Ad
 Everything else (lang, pipeline, labels, spacy_version) still comes from the model's meta.
 """
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Optional, Tuple
 
+import typer
+
 
 def plugin_requirement() -> str:
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         v = version("spacy-entangle")
-    except Exception:
+    except PackageNotFoundError:  # run from a checkout that is not installed
         import spacy_entangle
 
         v = spacy_entangle.__version__
@@ -60,7 +61,7 @@ def _pct(pair) -> str:
 def variant_record(name: str, char_dir: Optional[Path], selection: dict) -> Tuple[dict, str]:
     """The shipped variant, the selection's figures, and a sentence for the description:
     which side NER reads, and why this variant (or a warning when it is not the chosen one)."""
-    from variants import ENCODER_DIRS, load_variants
+    from _variants import ENCODER_DIRS, load_variants
 
     variant = load_variants()[name]
     rate = selection["noise_rate"]
@@ -89,29 +90,33 @@ def variant_record(name: str, char_dir: Optional[Path], selection: dict) -> Tupl
     return record, sentence
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("base", type=Path)
-    p.add_argument("output", type=Path)
-    p.add_argument("--metrics", type=Path, default=None)
-    p.add_argument("--char-encoder", type=Path, default=None, help="the char_backbone directory the model trained with")
-    p.add_argument("--variant", default=None, help="the variants.yml variant being packaged")
-    p.add_argument("--selection", type=Path, default=None, help="with --variant: `variants.py select`'s JSON")
-    p.add_argument("--readme", type=Path, default=None, help="also write the package's README.md (model card) here")
-    p.add_argument("--model", type=Path, default=None, help="with --readme: the pipeline folder being packaged")
-    p.add_argument("--version", default=None, help="with --readme: the package version")
-    args = p.parse_args(argv)
-    meta = json.loads(args.base.read_text(encoding="utf-8"))
+def main(
+    base: Path = typer.Argument(..., help="the hand-written meta fields (description, licence, sources)"),
+    output: Path = typer.Argument(..., help="the meta.json for `spacy package --meta-path`"),
+    metrics: Optional[Path] = typer.Option(None, "--metrics", help="the `spacy evaluate` scores"),
+    char_encoder: Optional[Path] = typer.Option(
+        None, "--char-encoder", help="the char_backbone directory the model trained with"
+    ),
+    variant: Optional[str] = typer.Option(None, "--variant", help="the variants.yml variant being packaged"),
+    selection: Optional[Path] = typer.Option(None, "--selection", help="with --variant: `variants.py select`'s JSON"),
+    readme: Optional[Path] = typer.Option(
+        None, "--readme", help="also write the package's README.md (model card) here"
+    ),
+    model: Optional[Path] = typer.Option(None, "--model", help="with --readme: the pipeline folder being packaged"),
+    version: Optional[str] = typer.Option(None, "--version", help="with --readme: the package version"),
+) -> None:
+    """Write the meta.json that `spacy package --meta-path` uses for en_entangle_wnut."""
+    meta = json.loads(base.read_text(encoding="utf-8"))
     reqs = [r for r in meta.get("requirements", []) if not r.startswith("spacy-entangle")]
     meta["requirements"] = [plugin_requirement()] + reqs
-    if args.metrics is not None:
-        scores = json.loads(args.metrics.read_text(encoding="utf-8"))
+    if metrics is not None:
+        scores = json.loads(metrics.read_text(encoding="utf-8"))
         meta["performance"] = {k: v for k, v in scores.items() if k.startswith(("ents_", "token_")) or k == "speed"}
-    if args.char_encoder is not None:
-        if not (args.char_encoder / "config.json").exists():
-            print(f"✘ {args.char_encoder}/config.json not found: pass the char encoder directory", file=sys.stderr)
-            return 1
-        record = meta["char_encoder"] = char_encoder_record(args.char_encoder)
+    if char_encoder is not None:
+        if not (char_encoder / "config.json").exists():
+            print(f"✘ {char_encoder}/config.json not found: pass the char encoder directory", file=sys.stderr)
+            raise typer.Exit(code=1)
+        record = meta["char_encoder"] = char_encoder_record(char_encoder)
         if record.get("stopped_by") == "max_minutes" and record.get("planned_steps"):
             cut = (
                 f"Its character encoder was STOPPED BY THE TIME CAP after {record['steps']} of "
@@ -119,29 +124,28 @@ def main(argv=None):
             )
             meta["description"] = f"{meta.get('description', '').rstrip()} {cut}".strip()
             print(f"⚠ {cut} (recorded in the package meta)", file=sys.stderr)
-    if args.variant is not None:
-        if args.selection is None or not args.selection.exists():
-            print(f"✘ --variant needs --selection, `variants.py select`'s JSON (got {args.selection})", file=sys.stderr)
-            return 1
-        selection = json.loads(args.selection.read_text(encoding="utf-8"))
-        meta["variant"], sentence = variant_record(args.variant, args.char_encoder, selection)
+    if variant is not None:
+        if selection is None or not selection.exists():
+            print(f"✘ --variant needs --selection, `variants.py select`'s JSON (got {selection})", file=sys.stderr)
+            raise typer.Exit(code=1)
+        chosen = json.loads(selection.read_text(encoding="utf-8"))
+        meta["variant"], sentence = variant_record(variant, char_encoder, chosen)
         meta["description"] = f"{meta.get('description', '').rstrip()} {sentence}".strip()
         if not meta["variant"]["chosen_by_selection"]:
             print(f"⚠ {sentence}", file=sys.stderr)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    print(f"✔ {args.output}: requirements {meta['requirements']}")
-    if args.readme is not None:
-        if args.model is None or args.version is None:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    print(f"✔ {output}: requirements {meta['requirements']}")
+    if readme is not None:
+        if model is None or version is None:
             print("✘ --readme needs --model (the pipeline folder) and --version", file=sys.stderr)
-            return 1
+            raise typer.Exit(code=1)
         from spacy.cli.package import get_meta
 
-        full = get_meta(args.model, {**meta, "version": args.version})  # as `spacy package` builds it
-        args.readme.parent.mkdir(parents=True, exist_ok=True)
-        args.readme.write_text(model_card(full), encoding="utf-8")
-        print(f"✔ {args.readme}: model card with the Hugging Face metadata header")
-    return 0
+        full = get_meta(model, {**meta, "version": version})  # as `spacy package` builds it
+        readme.parent.mkdir(parents=True, exist_ok=True)
+        readme.write_text(model_card(full), encoding="utf-8")
+        print(f"✔ {readme}: model card with the Hugging Face metadata header")
 
 
 def model_card(meta: dict) -> str:
@@ -183,4 +187,4 @@ def model_card(meta: dict) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    typer.run(main)

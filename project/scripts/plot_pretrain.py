@@ -7,10 +7,11 @@ teacher, on a panel of its own on the right: the units differ.
     python scripts/plot_pretrain.py BACKBONE/pretrain_log.jsonl metrics/pretrain_chars.png
 """
 
-import argparse
 import json
 import sys
 from pathlib import Path
+
+import typer
 
 SERIES = [
     ("mlm_loss", "masked spans (train)", "-"),
@@ -35,15 +36,15 @@ def _draw(ax, entries, series) -> None:
         ax.legend()
 
 
-def main(argv) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("log", type=Path)
-    p.add_argument("output", type=Path)
-    args = p.parse_args(argv)
-    if not args.log.exists():
-        print(f"✘ {args.log} not found: run `pretrain-chars` first", file=sys.stderr)
-        return 1
-    entries = [json.loads(line) for line in args.log.read_text(encoding="utf-8").splitlines() if line.strip()]
+def main(
+    log: Path = typer.Argument(..., help="pretrain_log.jsonl of a `pretrain-chars` run"),
+    output: Path = typer.Argument(..., help="the PNG"),
+) -> None:
+    """The loss curves of `pretrain-chars` as a PNG (training and held-out losses per objective)."""
+    if not log.exists():
+        print(f"✘ {log} not found: run `pretrain-chars` first", file=sys.stderr)
+        raise typer.Exit(code=1)
+    entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
     import matplotlib
 
     matplotlib.use("Agg")
@@ -59,13 +60,12 @@ def main(argv) -> int:
         _draw(axes[0][1], entries, DISTILL)
         axes[0][1].set_ylabel("MSE of layer-normalised word states")
         axes[0][1].set_title("pretrain-chars: teacher distillation")
-    args.output.parent.mkdir(parents=True, exist_ok=True)
+    output.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(args.output, dpi=120)
+    fig.savefig(output, dpi=120)
     last = entries[-1] if entries else {}
-    print(f"✔ {args.output}: {len(entries)} log entries, last step {last.get('step', 0)}")
-    return 0
+    print(f"✔ {output}: {len(entries)} log entries, last step {last.get('step', 0)}")
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    typer.run(main)

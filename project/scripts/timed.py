@@ -15,12 +15,16 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import List
+
+import typer
 
 
-def main(argv):
-    if len(argv) < 3 or argv[1] != "--":
-        sys.exit("usage: timed.py OUT.json -- COMMAND [ARGS ...]")
-    out, command = Path(argv[0]), argv[2:]
+def main(
+    out: Path = typer.Argument(..., help="the JSON record, written when the command succeeds", dir_okay=False),
+    command: List[str] = typer.Argument(..., help="the command after `--`, with its arguments"),
+) -> None:
+    """Run COMMAND and record its wall-clock time in OUT (JSON); exits with its exit code."""
     if command[0] in ("python", "python3"):
         command[0] = sys.executable
     if out.exists():
@@ -31,7 +35,7 @@ def main(argv):
     seconds = time.perf_counter() - t0
     if returncode != 0:
         print(f"✘ command failed with exit code {returncode} after {seconds:.0f}s", file=sys.stderr)
-        return returncode
+        raise typer.Exit(code=returncode)
     out.parent.mkdir(parents=True, exist_ok=True)
     record = {
         "seconds": round(seconds, 3),
@@ -44,8 +48,7 @@ def main(argv):
     }
     out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     print(f"✔ {seconds / 60:.1f} min, recorded in {out}")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    typer.run(main)

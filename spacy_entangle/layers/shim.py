@@ -21,6 +21,14 @@ from ..modeling import EntangleEncoder, encoder_from_config, load_encoder, load_
 from ..modeling.inference import autocast, autocast_dtype, check_inference_mode, inference_on_device, quantize_int8
 from ..modeling.sizes import legacy_heads
 from ..tokenization import CharSpec, SubwordSpec
+from ..tokenization.subwords import (
+    Specials,
+    legacy_special_ids,
+    portable_tokenizer_config,
+    recorded_special_ids,
+    special_ids,
+    specials_record,
+)
 from ..versions import IncompatibleFilesError, library_mismatch, saved_versions
 from .settings import EntangleSettings
 
@@ -29,6 +37,10 @@ REQUIRED_FILES = ("char_config.json", "subword_config.json", "model.safetensors"
 CHECKSUM = "model.safetensors.sha256"
 VERSIONS = "versions.json"  # the libraries it was saved with (versions.saved_versions)
 FILE_CHECKSUMS = "files.sha256.json"  # every file's sha256 but the weights' (CHECKSUM holds that)
+# the special pieces the subword windows were trained with: a later transformers may read
+# other specials from the same tokenizer files, which would change predictions silently
+SPECIALS = "subword_specials.json"
+TOKENIZER_CONFIG = "tokenizer/tokenizer_config.json"
 # buffers that transformers rebuilds in the constructor and some versions keep in the state dict
 # (4.30 saved embeddings.position_ids; later versions neither save nor expect it)
 REBUILT_BUFFERS = ("position_ids", "token_type_ids")
@@ -99,8 +111,16 @@ class EntangleShim(PyTorchShim):
         tokenizer = load_tokenizer(settings.subword_backbone)
         self._build(char_encoder, subword_encoder, tokenizer)
 
-    def _build(self, char_encoder: Any, subword_encoder: Any, tokenizer: Any, saved: bool = False) -> None:
-        """saved: rebuilt from saved files, with the head count they were built with."""
+    def _build(
+        self,
+        char_encoder: Any,
+        subword_encoder: Any,
+        tokenizer: Any,
+        saved: bool = False,
+        specials: Optional[Specials] = None,
+    ) -> None:
+        """saved: rebuilt from saved files, with the head count they were built with;
+        specials: the subword specials it was trained with (None: the tokenizer's own)."""
         settings = self.settings
         n_heads = settings.n_heads
         if saved:  # saved with n_heads = null before a default that does not divide was refused
@@ -108,7 +128,7 @@ class EntangleShim(PyTorchShim):
             n_heads = legacy_heads(width, n_heads, getattr(subword_encoder.config, "num_attention_heads", None))
         # the encoders' own limits; the window settings may ask for less
         self.chars = CharSpec.from_config(char_encoder.config)
-        self.subwords = SubwordSpec.from_tokenizer(tokenizer, subword_encoder.config)
+        self.subwords = SubwordSpec.from_tokenizer(tokenizer, subword_encoder.config, specials=specials)
         model = EntangleEncoder(
             char_encoder,
             subword_encoder,
@@ -204,9 +224,14 @@ class EntangleShim(PyTorchShim):
         files["char_config.json"] = srsly.json_dumps(self._model.char_encoder.config.to_dict()).encode("utf8")
         files["subword_config.json"] = srsly.json_dumps(self._model.subword_encoder.config.to_dict()).encode("utf8")
         with tempfile.TemporaryDirectory() as tmp:
-            self.built_specs()[0].tokenizer.save_pretrained(tmp)
+            subwords = self.built_specs()[0]
+            subwords.tokenizer.save_pretrained(tmp)
             for path in Path(tmp).iterdir():
                 files[f"tokenizer/{path.name}"] = path.read_bytes()
+        if TOKENIZER_CONFIG in files:  # read by every supported transformers, not only this one
+            files[TOKENIZER_CONFIG] = portable_tokenizer_config(files[TOKENIZER_CONFIG])
+        record = specials_record(subwords.before, subwords.after, subwords.tokenizer)
+        files[SPECIALS] = srsly.json_dumps(record).encode("utf8")
         state = {k: v.detach().cpu().contiguous().clone() for k, v in self._model.state_dict().items()}
         files["model.safetensors"] = save_safetensors(state)
         # checked on load: damaged weight bytes would otherwise load silently
@@ -239,25 +264,28 @@ class EntangleShim(PyTorchShim):
             config = _json_file(files, name)
             try:
                 encoders.append(encoder_from_config(config))
-            except Exception as err:  # noqa: BLE001 - re-raised naming the file
+            except Exception as err:  # re-raised naming the file
                 raise mismatch(f"{name} (model type {config.get('model_type')!r})", err) from err
         with tempfile.TemporaryDirectory() as tmp:
             names = []
             for name, data in files.items():
                 if name.startswith("tokenizer/"):
                     names.append(name)
-                    (Path(tmp) / name.split("/", 1)[1]).write_bytes(data)
+                    # older saves under transformers 5 name a class 4.x does not know
+                    portable = portable_tokenizer_config(data) if name == TOKENIZER_CONFIG else data
+                    (Path(tmp) / name.split("/", 1)[1]).write_bytes(portable)
             try:
                 tokenizer = AutoTokenizer.from_pretrained(tmp, use_fast=True, trust_remote_code=False)
-            except Exception as err:  # noqa: BLE001 - re-raised naming the files
+            except Exception as err:  # re-raised naming the files
                 raise mismatch(f"the tokenizer files ({', '.join(sorted(names))})", err) from err
+        specials = _trained_specials(files, tokenizer, getattr(encoders[1].config, "vocab_size", None))
         try:
-            self._build(encoders[0], encoders[1], tokenizer, saved=True)
-        except Exception as err:  # noqa: BLE001 - re-raised naming what was built
+            self._build(encoders[0], encoders[1], tokenizer, saved=True, specials=specials)
+        except Exception as err:  # re-raised naming what was built
             raise mismatch("the model built from the saved configs and tokenizer", err) from err
         try:
             _load_weights(self._model, load_safetensors(weights))
-        except Exception as err:  # noqa: BLE001 - re-raised naming the file
+        except Exception as err:  # re-raised naming the file
             if CHECKSUM not in files:  # saved before the checksum: damage cannot be ruled out
                 raise ValueError(f"model.safetensors cannot be loaded: {type(err).__name__}: {err}") from err
             raise mismatch("model.safetensors (into the encoders built from the saved configs)", err) from err
@@ -269,7 +297,7 @@ class EntangleShim(PyTorchShim):
         try:
             msg = srsly.msgpack_loads(bytes_data)
             config, files = msg["config"], msg["files"]
-        except Exception as err:  # noqa: BLE001 - truncated or foreign bytes
+        except Exception as err:  # truncated or foreign bytes
             raise ValueError(f"not a saved spacy-entangle model (truncated?): {type(err).__name__}: {err}") from err
         # the weights' shapes as saved; the run-time settings of the config loaded with
         self.cfg = self.settings.loaded(config).to_cfg()
@@ -320,7 +348,7 @@ def _check_sha256s(files: Dict[str, bytes]) -> bool:
         return False
     try:
         stored = srsly.json_loads(files[FILE_CHECKSUMS].decode("utf8"))
-    except Exception as err:  # noqa: BLE001 - re-raised naming the file
+    except Exception as err:  # re-raised naming the file
         raise ValueError(f"{FILE_CHECKSUMS} cannot be read (damaged): {type(err).__name__}: {err}") from err
     actual = _sha256s(files)
     bad = sorted(name for name in set(stored) | set(actual) if stored.get(name) != actual.get(name))
@@ -330,11 +358,27 @@ def _check_sha256s(files: Dict[str, bytes]) -> bool:
     return CHECKSUM in files
 
 
+def _trained_specials(files: Dict[str, bytes], tokenizer: Any, vocab_size: Optional[int]) -> Specials:
+    """The subword specials the saved model was trained with. Recorded (SPECIALS) since they
+    could differ between transformers versions; older saves follow the rule of the code that
+    saved them: the post-processor's (saves that record their versions) or, before that,
+    ``build_inputs_with_special_tokens`` (``legacy_special_ids``)."""
+    if SPECIALS in files:
+        record = _json_file(files, SPECIALS)
+        try:
+            return recorded_special_ids(record, tokenizer, vocab_size)
+        except ValueError as err:  # named by file, as every other refusal of saved files
+            raise ValueError(f"{SPECIALS}: {err}") from err
+    if VERSIONS in files:
+        return special_ids(tokenizer)
+    return legacy_special_ids(tokenizer)
+
+
 def _json_file(files: Dict[str, bytes], name: str) -> Dict[str, Any]:
     """A stored JSON file; unreadable JSON is damage, whatever the library versions."""
     try:
         value = srsly.json_loads(files[name].decode("utf8"))
-    except Exception as err:  # noqa: BLE001 - re-raised naming the file
+    except Exception as err:  # re-raised naming the file
         raise ValueError(f"{name} cannot be read: {type(err).__name__}: {err}") from err
     if not isinstance(value, dict):
         raise ValueError(f"{name} cannot be read: not a JSON object")

@@ -1,12 +1,5 @@
-"""Loading the two Hugging Face encoders: by hub name, by local directory, or
-from a stored config (the spacy.load path, which must never touch the network
-and never runs remote code).
-
-transformers is imported inside the functions: importing it costs ~3.5 s (its auto classes
-pull in torch's compiler stack and scikit-learn), and spaCy imports this package to find its
-factories, so `spacy train`, `spacy.load` and every CLI call would pay it before any work."""
-
 import os
+import re
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -16,6 +9,12 @@ from .sizes import check_positive
 
 class BackboneError(ValueError):
     """A backbone could not be loaded; the message names it and says why."""
+
+
+# a Hugging Face model id: "name" or "org/name" (letters, digits, "-", "_", "."), as
+# huggingface_hub validates it; anything else can only be a local path
+_HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*$")
+_TRUE = {"1", "ON", "YES", "TRUE"}  # huggingface_hub's ENV_VARS_TRUE_VALUES
 
 
 def _explain(name: str, role: str, err: Exception) -> BackboneError:
@@ -39,10 +38,9 @@ def _explain(name: str, role: str, err: Exception) -> BackboneError:
             detail = "; ".join(parts) or f"{type(err).__name__}: {err}"
             why = f"the local directory '{name}' cannot be loaded: {detail} (files: {present})"
     else:
-        offline = _env_true("HF_HUB_OFFLINE") or _env_true("TRANSFORMERS_OFFLINE")
         why = (
             f"'{name}' is not a local directory and could not be fetched from the Hugging Face hub "
-            + ("(offline mode is set)" if offline else "(hub unreachable, or no such model)")
+            + ("(offline mode is set)" if hub_offline() else "(hub unreachable, or no such model)")
             + "; give a local directory (e.g. one made by `python -m spacy_entangle init-backbone`)"
         )
     return BackboneError(f"Cannot load the {role} backbone {name!r}: {why}. ({type(err).__name__}: {err})")
@@ -50,18 +48,84 @@ def _explain(name: str, role: str, err: Exception) -> BackboneError:
 
 def _env_true(name: str) -> bool:
     """Read a flag as huggingface_hub does: 1 / ON / YES / TRUE, any case ("0" is off)."""
-    return os.environ.get(name, "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+    return os.environ.get(name, "").strip().upper() in _TRUE
+
+
+def hub_offline() -> bool:
+    """Offline mode as huggingface_hub reads it: HF_HUB_OFFLINE, or TRANSFORMERS_OFFLINE
+    when HF_HUB_OFFLINE is unset or empty (so HF_HUB_OFFLINE=0 wins over TRANSFORMERS_OFFLINE=1)."""
+    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE")
+    return value is not None and value.upper() in _TRUE
+
+
+def _only_a_path(name: str) -> Optional[str]:
+    """Why ``name`` can only mean a local directory (so asking the hub is pointless), or None
+    when it may be a hub model id."""
+    if name.startswith((".", "~")) or os.path.isabs(name) or (os.altsep and os.altsep in name):
+        return "it is written as a path"
+    if not _HUB_ID.match(name) or "--" in name or ".." in name:
+        return "it is not a Hugging Face model id (name or org/name)"
+    if "/" in name and Path(name.split("/", 1)[0]).is_dir():
+        return f"'{name.split('/', 1)[0]}' is a local directory"
+    return None
+
+
+def _nearest_listing(name: str) -> str:
+    """What the deepest existing folder on ``name``'s path holds: the typo is usually there."""
+    for parent in Path(name).parents:
+        if str(parent) not in ("", ".") and parent.is_dir():
+            entries = sorted(p.name for p in parent.iterdir())
+            shown = ", ".join(entries[:12]) + (", ..." if len(entries) > 12 else "")
+            return f"; '{parent}' holds: {shown or 'nothing'}"
+    return ""
+
+
+def _in_hub_cache(name: str) -> bool:
+    """Whether the local Hugging Face cache holds ``name`` (offline loads read it from there)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        files = ("config.json", "tokenizer_config.json", "tokenizer.json")
+        return any(isinstance(try_to_load_from_cache(name, f), str) for f in files)
+    except Exception:  # noqa: BLE001 - an id the cache cannot hold: not cached
+        return False
+
+
+def check_findable(name: str, role: str) -> None:
+    """Fail at once, before transformers is asked, when ``name`` is not a local directory and
+    the hub cannot help: a name that can only be a path (a typo in a config's backbone path
+    used to cost five retries of the hub, ~30 s and a long log, before the same error), or
+    any name that the cache lacks when offline mode is set."""
+    if Path(name).exists():
+        return  # a local directory (or file): from_pretrained says what is wrong with it
+    reason = _only_a_path(name)
+    if reason is not None:
+        why = (
+            f"no such local directory ({reason}, so the Hugging Face hub was not asked){_nearest_listing(name)}; "
+            "check the path, relative to the directory you run in"
+        )
+        err = f"FileNotFoundError: {os.path.abspath(name)}"
+    elif hub_offline() and not _in_hub_cache(name):
+        why = (
+            f"'{name}' is not a local directory, offline mode is set (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE) "
+            "and the Hugging Face cache does not hold it; give a local directory (e.g. one made by "
+            "`python -m spacy_entangle init-backbone`)"
+        )
+        err = "OSError: not in the Hugging Face cache"
+    else:
+        return
+    raise BackboneError(f"Cannot load the {role} backbone {name!r}: {why}. ({err})")
 
 
 def register_model_types() -> None:
     """The model types this package adds to transformers' auto classes (the grown char
-    encoder), registered here, where backbones load, rather than on `import spacy_entangle`
-    (the module imports transformers)."""
-    from . import grown  # noqa: F401  (registers on import)
+    encoder): char_designs registers them, lazily, on `import spacy_entangle` already."""
+    from . import char_designs  # noqa: F401  (registers on import)
 
 
 def load_encoder(name: str, role: str) -> Any:
     """An encoder (AutoModel) from a hub name or a local directory."""
+    check_findable(str(name), role)  # before the import: a typo fails at once
     from transformers import AutoModel
 
     register_model_types()
@@ -73,6 +137,7 @@ def load_encoder(name: str, role: str) -> Any:
 
 def load_tokenizer(name: str) -> Any:
     """The fast tokenizer stored with the subword backbone."""
+    check_findable(str(name), "tokenizer")
     from transformers import AutoTokenizer
 
     try:

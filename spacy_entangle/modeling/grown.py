@@ -1,4 +1,4 @@
-"""A character encoder grown from a subword encoder (issue 25, design (b): HAT /
+"""A character encoder grown from a subword encoder (design (b): HAT /
 CharacterBERT-style word pooling): the subword encoder's pretrained position embeddings,
 embedding LayerNorm and first ``k`` transformer layers run over *words* whose vectors a
 small character front end computes from their spelling. Only the front end (and the
@@ -17,6 +17,9 @@ Words (``segment``), a rule over codepoint classes, vectorised in torch:
 - combining marks, format characters (ZWJ, variation selectors) and emoji skin-tone
   modifiers join the word before them, and the character after a ZWJ does too (an emoji
   ZWJ sequence is one word); regional-indicator flags are two words;
+- [CLS] and [SEP] are always words of their own: a joiner after [CLS] starts a word (as
+  after whitespace) and [SEP] after a ZWJ still starts its own, so no spelling is lost in a
+  special's learned vector;
 - a word longer than ``max_word_chars`` is cut into pieces of that many characters.
 
 Per word: hashed codepoint embeddings (case kept; ``hash_functions`` hashes into
@@ -28,9 +31,8 @@ upsampling): ``LayerNorm(word state + FFN([char state; word state]))`` with the 
 output started at zero, so at the start every character carries its word's copied state.
 Padding never reaches a word or the copied layers: outputs do not depend on it.
 
-Transformers is imported at module import: import this module (or load a backbone through
-``spacy_entangle.modeling.backbones``) to register the model type with ``AutoConfig`` /
-``AutoModel``; ``import spacy_entangle`` alone does not (it keeps transformers unimported).
+``import spacy_entangle`` registers the model type with ``AutoConfig`` / ``AutoModel``
+(lazily, when transformers' auto classes load: modeling/char_designs.py, auto_classes.py).
 """
 
 import unicodedata
@@ -42,53 +44,15 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import torch
 from torch import nn
 from torch.nn import functional as F
-from transformers import AutoConfig, AutoModel, PretrainedConfig, PreTrainedModel
+from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
 from .. import canine
+from .grown_config import GrownCharConfig
 
-MODEL_TYPE = "entangle-grown"  # == tokenization.chars.GROWN_MODEL_TYPE
-SPACE, WORD, SINGLE, JOIN = 0, 1, 2, 3  # codepoint classes of the word rule
+SPACE, WORD, SINGLE, JOIN, SPECIAL = 0, 1, 2, 3, 4  # codepoint classes of the word rule
 ZWJ = 0x200D
 _PRIMES = (31, 43, 59, 61, 73, 97, 103, 113)  # CANINE's hash primes
-
-
-class GrownCharConfig(PretrainedConfig):
-    """``word_encoder``: the subword encoder's config dict (with its model_type) cut to
-    ``num_hidden_layers = k`` and a one-row vocabulary (words come from the front end)."""
-
-    model_type = MODEL_TYPE
-
-    def __init__(
-        self,
-        word_encoder: Optional[Dict[str, Any]] = None,
-        char_width: int = 256,
-        char_heads: int = 4,
-        char_layers: int = 1,
-        char_ffn_width: Optional[int] = None,
-        hash_buckets: int = 16384,
-        hash_functions: int = 2,
-        max_word_chars: int = 24,
-        max_words: int = 512,
-        dropout: float = 0.1,
-        grown_from: Optional[str] = None,
-        **kwargs: Any,
-    ) -> None:
-        self.word_encoder = dict(word_encoder or {})
-        self.hidden_size = int(self.word_encoder.get("hidden_size", 384))
-        self.num_hidden_layers = int(self.word_encoder.get("num_hidden_layers", 0))
-        self.char_width = char_width
-        self.char_heads = char_heads
-        self.char_layers = char_layers
-        self.char_ffn_width = char_ffn_width or 4 * char_width
-        self.hash_buckets = hash_buckets
-        self.hash_functions = hash_functions
-        self.max_word_chars = max_word_chars
-        self.max_words = max_words
-        self.dropout = dropout
-        self.grown_from = grown_from
-        kwargs.setdefault("pad_token_id", 0)
-        super().__init__(**kwargs)
 
 
 @dataclass
@@ -166,13 +130,16 @@ def segment(input_ids: torch.Tensor, attention_mask: torch.Tensor, max_word_char
     """Words of a batch of codepoint rows by the module's rule, without a per-character
     Python loop."""
     real = attention_mask.bool()
+    special = real & ((input_ids == canine.CLS) | (input_ids == canine.SEP))
     cls = torch.where(real, classify(input_ids), torch.full_like(input_ids, SPACE))
-    # a joiner with nothing to join (row start, after whitespace) is a word of its own
+    cls = torch.where(special, torch.full_like(cls, SPECIAL), cls)
+    # a joiner with nothing to join (row start, after whitespace or a special) is a word of its own
     before = _shift_right(_fill_forward(cls, cls != JOIN, SPACE), SPACE)
-    cls = torch.where((cls == JOIN) & (before == SPACE), torch.full_like(cls, SINGLE), cls)
+    alone = (cls == JOIN) & ((before == SPACE) | (before == SPECIAL))
+    cls = torch.where(alone, torch.full_like(cls, SINGLE), cls)
     before = _shift_right(_fill_forward(cls, cls != JOIN, SPACE), SPACE)
-    after_zwj = _shift_right(input_ids, 0) == ZWJ
-    starts = ((cls == SINGLE) | ((cls == WORD) & (before != WORD))) & ~after_zwj
+    after_zwj = (_shift_right(input_ids, 0) == ZWJ) & ~special
+    starts = ((cls == SINGLE) | (cls == SPECIAL) | ((cls == WORD) & (before != WORD))) & ~after_zwj
     in_word = cls != SPACE
     idx = torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)
     run_start = torch.where(starts, idx, torch.full_like(idx, -1)).cummax(dim=1).values
@@ -216,11 +183,9 @@ class GrownCharModel(PreTrainedModel):
     config: GrownCharConfig
     base_model_prefix = "grown"
     main_input_name = "input_ids"
-    # children that inference = "int8" leaves in float (modeling/inference.py): the layers
-    # copied from the pretrained subword encoder. Quantizing them cost 0.97 F1 on WNUT-17 dev
-    # (char side, seed 0: 48.16 -> 47.19; benchmarks/int8_accuracy.py), as quantizing MiniLM
-    # itself did on the subword side.
-    int8_keep_float = ("words",)
+    # gradient_checkpointing_enable() (the entangle component's gradient_checkpointing) sets
+    # ``gradient_checkpointing`` here (the char layers) and in the word encoder (the copied layers)
+    supports_gradient_checkpointing = True
 
     def __init__(self, config: GrownCharConfig) -> None:
         super().__init__(config)
@@ -252,6 +217,7 @@ class GrownCharModel(PreTrainedModel):
         self.join = nn.Sequential(nn.Linear(C + H, 2 * H), nn.GELU(), nn.Linear(2 * H, H))
         self.join_norm = nn.LayerNorm(H)
         self.dropout = nn.Dropout(config.dropout)
+        self.gradient_checkpointing = False
         self.post_init()
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -292,7 +258,10 @@ class GrownCharModel(PreTrainedModel):
             allowed = ((word[:, :, None] == word[:, None, :]) & (word[:, None, :] >= 0)) | own
             blocked = (~allowed).repeat_interleave(self.config.char_heads, dim=0)
             for layer in self.char_layers:
-                x = layer(x, src_mask=blocked)
+                if self.gradient_checkpointing and self.training:
+                    x = self._gradient_checkpointing_func(layer.__call__, x, blocked)
+                else:
+                    x = layer(x, src_mask=blocked)
         return self.char_out_norm(x)
 
     def pool(self, states: torch.Tensor, word: torch.Tensor, n_words: int) -> torch.Tensor:
@@ -328,6 +297,12 @@ class GrownCharModel(PreTrainedModel):
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
         seg = segment(input_ids, attention_mask, self.config.max_word_chars)
+        if seg.n_slots > self.config.max_words:
+            raise ValueError(
+                f"a row of {input_ids.shape[1]} characters has {seg.n_slots} words; the copied position table "
+                f"holds {self.config.max_words}: cut the text into windows of at most {self.config.max_words} "
+                "characters (specials included), as the entangle component's windows are"
+            )
         B, L = input_ids.shape
         H = self.config.hidden_size
         local = self.char_states(input_ids, seg.pos, seg.word)
@@ -356,6 +331,8 @@ class GrownCharModel(PreTrainedModel):
 def _word_encoder(config_dict: Dict[str, Any]) -> nn.Module:
     """The subword encoder's architecture (cut to k layers) with random weights; the
     builder copies the pretrained ones in, from_pretrained loads the saved ones."""
+    from transformers import AutoConfig, AutoModel
+
     config_dict = dict(config_dict)
     config = AutoConfig.for_model(config_dict.pop("model_type"), **config_dict)
     try:
@@ -364,8 +341,9 @@ def _word_encoder(config_dict: Dict[str, Any]) -> nn.Module:
         return AutoModel.from_config(config)
 
 
-def _max_words(config: Any) -> int:
-    """Word positions the copied position table holds (RoBERTa's starts after its pad id)."""
+def max_words(config: Any) -> int:
+    """Word positions the copied position table of ``config``'s encoder holds (RoBERTa's
+    starts after its pad id): the most words a row of a grown encoder may have."""
     limit = int(getattr(config, "max_position_embeddings", 512))
     if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
         limit -= int(config.pad_token_id) + 1
@@ -389,7 +367,7 @@ def grow_char_encoder(
     LayerNorm) and first ``k`` layers (all when None), copied bit for bit; the [CLS]/[SEP]
     words start from its [CLS]/[SEP] embeddings; the front end is random under ``seed``.
     Saved to ``out_dir`` (safetensors) when given."""
-    from transformers import AutoTokenizer
+    from transformers import AutoModel, AutoTokenizer
 
     teacher = AutoModel.from_pretrained(str(subword))
     n_layers = int(teacher.config.num_hidden_layers)
@@ -409,7 +387,7 @@ def grow_char_encoder(
         hash_buckets=hash_buckets,
         hash_functions=hash_functions,
         max_word_chars=max_word_chars,
-        max_words=_max_words(teacher.config),
+        max_words=max_words(teacher.config),
         dropout=float(getattr(teacher.config, "hidden_dropout_prob", 0.1)),
         grown_from=str(subword),
     )
@@ -448,13 +426,9 @@ def copy_word_encoder(teacher: nn.Module, model: GrownCharModel) -> set:
     return copied
 
 
-def register() -> None:
-    """Make ``AutoConfig`` / ``AutoModel`` know the model type (idempotent)."""
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-
-    if MODEL_TYPE not in CONFIG_MAPPING:
-        AutoConfig.register(MODEL_TYPE, GrownCharConfig)
-        AutoModel.register(GrownCharConfig, GrownCharModel)
-
-
-register()
+def grow_design(subword: Union[str, Path], *, k: Optional[int], char_width: int, seed: int) -> GrownCharModel:
+    """The registered design "word" (modeling/char_designs.py): 64-wide char heads, at least one."""
+    heads = max(1, char_width // 64)
+    if char_width % heads:
+        heads = 1
+    return grow_char_encoder(subword, k=k, char_width=char_width, char_heads=heads, seed=seed)

@@ -1,4 +1,4 @@
-"""A CANINE grown from a subword encoder (issue 25, design (a)): a plain CANINE whose width,
+"""A CANINE grown from a subword encoder (design (a)): a plain CANINE whose width,
 heads, feed-forward and activation match the subword encoder, and whose deep transformer
 stack (over 4-character molecules) is the subword encoder's first ``k`` layers, copied bit
 for bit. Only CANINE's own parts start new: the hashed character embeddings, the local
@@ -77,4 +77,10 @@ def grow_canine(
     return model
 
 
-__all__ = ["copied_layers", "grow_canine", "grown_canine_config", "teacher_layers_of"]
+def grow_design(subword: Union[str, Path], *, k: Optional[int], char_width: int, seed: int) -> Any:
+    """The registered design "canine" (modeling/char_designs.py); ``char_width`` does not
+    apply: a grown CANINE is as wide as the subword encoder."""
+    return grow_canine(subword, k=k, seed=seed)
+
+
+__all__ = ["copied_layers", "grow_canine", "grow_design", "grown_canine_config", "teacher_layers_of"]

@@ -6,8 +6,8 @@
   the fly; CPU only: on another device the model predicts in fp32, with a warning).
   The pretrained subword encoder stays in float: quantizing MiniLM
   too cost 2.9 F1 on WNUT-17 dev (1.6 per channel), the rest costs nothing measurable.
-  So do the children a module names in its ``int8_keep_float`` attribute: a grown char
-  encoder's layers copied from the subword encoder (``modeling/grown.py``).
+  So do a grown char encoder's layers copied from the subword encoder: the children its
+  registered design names (``CharDesign.int8_keep_float``, modeling/char_designs.py).
   The TRM blocks' feed-forward layers stay in float as well: torch runs
   ``nn.TransformerEncoderLayer`` through a fused fast path at prediction time, which
   needs float weights.
@@ -23,6 +23,8 @@ from typing import ContextManager, Literal, Optional, Tuple, get_args
 
 import torch
 from torch import nn
+
+from .char_designs import design_of
 
 # how prediction runs: the one list (the component's config type, the benchmarks' modes)
 InferenceMode = Literal["fp32", "int8", "bf16"]
@@ -72,13 +74,22 @@ def autocast(device_type: str, dtype: Optional[torch.dtype]) -> ContextManager:
     return torch.autocast(device_type=device_type, dtype=dtype)
 
 
+def _keep_float(module: nn.Module) -> Tuple[str, ...]:
+    """The children of a Hugging Face model (it has a ``config_class``) grown by a
+    registered design that the design keeps in float."""
+    design = design_of(module.config) if getattr(module, "config_class", None) is not None else None
+    return design.int8_keep_float if design else ()
+
+
 def float_prefixes(model: nn.Module) -> Tuple[str, ...]:
-    """The module-name prefixes int8 leaves in float: FLOAT_PREFIXES, and the children each
-    module lists in ``int8_keep_float`` (pretrained layers that lose accuracy in int8)."""
+    """The module-name prefixes int8 leaves in float: FLOAT_PREFIXES, and the children that
+    grown char encoders keep in float (pretrained layers that lose accuracy in int8)."""
     declared = tuple(
-        f"{name}.{child}." if name else f"{child}."
-        for name, module in model.named_modules()
-        for child in getattr(module, "int8_keep_float", ())
+        dict.fromkeys(
+            f"{name}.{child}." if name else f"{child}."
+            for name, module in model.named_modules()
+            for child in _keep_float(module)
+        )
     )
     return FLOAT_PREFIXES + declared
 

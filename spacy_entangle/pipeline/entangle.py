@@ -3,7 +3,6 @@ every downstream listener (ner, tagger, textcat, ...), like spacy-transformers'
 `transformer` component."""
 
 import warnings
-import weakref
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
@@ -17,13 +16,24 @@ from spacy.training import Example, validate_examples
 from spacy.vocab import Vocab
 from thinc.api import Model, Optimizer, set_dropout_rate
 
-from ..data import SIDES, EntangleData, Pooling, Side, side_names
+from ..data import (
+    POOLERS,
+    SIDES,
+    EntangleData,
+    Pooling,
+    Side,
+    drop_kept_outputs,
+    install_doc_extensions,
+    keep_output,
+    pooled_token_vectors,
+    side_names,
+)
 from ..layers.entangle_model import entangle_shim
 from ..layers.listener import EntangleListener, OutputStore, no_backprop
-from ..layers.pooling import POOLERS, pooled_token_vectors
 from ..modeling.inference import InferenceMode, check_inference_mode
 from .attention import label_attention
 from .deferred import DeferredBackward
+from .linking import ListenerLinks
 
 DEFAULT_CONFIG = """
 [model]
@@ -49,9 +59,9 @@ def release_states(nlp: Language, docs: Iterable[Doc]) -> None:
         if isinstance(proc, Entangle):
             proc.release(docs)
     for doc in docs:
-        for attr in ("entangle", "entangle_attention"):
-            if doc.has_extension(attr) and doc._.get(attr) is not None:
-                doc._.set(attr, None)
+        drop_kept_outputs(doc)
+        if doc.has_extension("entangle_attention") and doc._.entangle_attention is not None:
+            doc._.entangle_attention = None
 
 
 def check_doc_tensor(side: Optional[str], pooling: str) -> Tuple[Optional[Side], Pooling]:
@@ -72,47 +82,9 @@ def set_doc_tensors(docs: List[Doc], outputs: List[EntangleData], side: Side, po
 
 
 def install_extensions() -> None:
-    if not Doc.has_extension("entangle"):
-        Doc.set_extension("entangle", default=None)
+    install_doc_extensions()
     if not Doc.has_extension("entangle_attention"):
         Doc.set_extension("entangle_attention", default=None)
-
-
-def check_listeners(nlp: Language) -> None:
-    """Refuse every EntangleListener in the pipeline whose upstream is not an
-    `entangle` component before it (it would train on zeros, then fail to predict),
-    or is "*" with several before it (which one it reads would be a guess)."""
-    names = nlp.component_names
-    for position, (name, proc) in enumerate(nlp.components):
-        model = getattr(proc, "model", None)
-        if not isinstance(model, Model):
-            continue
-        for node in model.walk():
-            if isinstance(node, EntangleListener):
-                _check_upstream(nlp, names[:position], name, node.upstream_name)
-
-
-def _check_upstream(nlp: Language, before: List[str], name: str, upstream: str) -> None:
-    where = f"Component '{name}' listens to upstream = {upstream!r}"
-    if upstream == "*":
-        found = [n for n in before if isinstance(nlp.get_pipe(n), Entangle)]
-        if not found:
-            raise ValueError(f"{where}, but no `entangle` component comes before it in the pipeline.")
-        if len(found) > 1:
-            raise ValueError(
-                f"{where}, but {len(found)} `entangle` components come before it ({', '.join(found)}): "
-                "set its upstream to the one it reads."
-            )
-        return
-    if upstream not in nlp.component_names:
-        raise ValueError(
-            f"{where}, but the pipeline has no component named {upstream!r} "
-            f"(components: {', '.join(nlp.component_names)})."
-        )
-    if not isinstance(nlp.get_pipe(upstream), Entangle):
-        raise ValueError(f"{where}, which is a {type(nlp.get_pipe(upstream)).__name__}, not an `entangle` component.")
-    if upstream not in before:
-        raise ValueError(f"{where}, which comes after it in the pipeline: put {upstream!r} before {name!r}.")
 
 
 @Language.factory(
@@ -141,8 +113,12 @@ def make_entangle(
     """The shared character + subword encoder. frozen = true: predict under no-grad
     and never step the optimizer (grad_factor = 0 is not freezing). store_output =
     true: keep the states in ``doc._.entangle`` (saved with the doc by Doc.to_bytes and
-    DocBin(store_user_data=True)); off by default: the listeners read them without it,
-    and bulk output never carries them. inference:
+    DocBin(store_user_data=True)), so a listener can read a processed doc again (a
+    component's ``pipe`` / ``predict`` after ``nlp.pipe(..., disable=[...])``); with several
+    `entangle` components, ``doc._.entangle`` holds the last one's and
+    ``doc._.entangle_others`` the others' by name; it then computes every side its
+    listeners read, enabled or not. Off by default: the listeners read the states
+    without it, and bulk output never carries them. inference:
     how prediction runs, "fp32" (exact), "int8" (dynamic int8 quantization of the
     Linear layers, CPU) or "bf16" (bfloat16 autocast); training is always exact.
     store_attention = true: ``doc._.entangle_attention`` keeps each co-attention module's
@@ -165,21 +141,7 @@ def make_entangle(
     return component
 
 
-class _PipelineRef:
-    """A weak reference to the pipeline a component belongs to, left behind by pickle
-    and deepcopy (a component must not keep its pipeline alive, nor ship it)."""
-
-    def __init__(self, nlp: Optional[Language] = None):
-        self._ref = weakref.ref(nlp) if nlp is not None else None
-
-    def __call__(self) -> Optional[Language]:
-        return self._ref() if self._ref is not None else None
-
-    def __reduce__(self) -> Tuple[type, tuple]:
-        return (_PipelineRef, ())
-
-
-class Entangle(TrainablePipe):
+class Entangle(ListenerLinks, TrainablePipe):
     """Hands its per-doc output to its listeners (and keeps it in ``doc._.entangle``
     with store_output = true)."""
 
@@ -207,9 +169,8 @@ class Entangle(TrainablePipe):
         self.doc_tensor, self.doc_tensor_pooling = check_doc_tensor(doc_tensor, doc_tensor_pooling)
         self.name = name
         self.cfg = {"frozen": frozen, "store_output": store_output}
-        # the pipeline, to know which listeners are enabled now (see active_listeners)
-        self._pipeline = _PipelineRef()
-        self.listener_map = {}
+        # the pipeline and the listeners linked (pipeline/linking.py)
+        self._init_links()
         # prediction: each doc's output until its listeners have read it
         self._outputs = OutputStore(self)
         # training: the batch waiting for its backward pass, and its optimizer step
@@ -234,59 +195,6 @@ class Entangle(TrainablePipe):
     def frozen(self) -> bool:
         return bool(self.cfg.get("frozen"))
 
-    def attach(self, nlp: Language) -> None:
-        """Remember (weakly) the pipeline this component runs in: the factory and
-        ``initialize`` call it."""
-        self._pipeline = _PipelineRef(nlp)
-        self._disabled_at_link = frozenset(nlp.disabled)
-
-    @property
-    def listener_map(self) -> Dict[str, List[EntangleListener]]:
-        return self._listener_map
-
-    @listener_map.setter
-    def listener_map(self, value: Dict[str, List[EntangleListener]]) -> None:
-        """spaCy resets it when it links the listeners (load, add_pipe, initialize), and
-        links only the enabled components: note which ones were disabled then."""
-        self._listener_map = value
-        nlp = self._pipeline()
-        self._disabled_at_link = frozenset(nlp.disabled) if nlp is not None else frozenset()
-
-    # -- listeners -------------------------------------------------------------------
-    @property
-    def listeners(self) -> List[EntangleListener]:
-        return [m for c in self.listening_components for m in self.listener_map[c]]
-
-    @property
-    def listening_components(self) -> List[str]:
-        return list(self.listener_map.keys())
-
-    def add_listener(self, listener: EntangleListener, component_name: str) -> None:
-        self.listener_map.setdefault(component_name, [])
-        if listener not in self.listener_map[component_name]:
-            self.listener_map[component_name].append(listener)
-        if self.model.has_dim("nO") and listener.has_dim("nO") is None:
-            listener.set_dim("nO", self.model.get_dim("nO"))
-        listener.connect(self.name, self._outputs)
-        self._update_sides()
-
-    def remove_listener(self, listener: EntangleListener, component_name: str) -> bool:
-        if listener in self.listener_map.get(component_name, []):
-            self.listener_map[component_name].remove(listener)
-            if not self.listener_map[component_name]:
-                del self.listener_map[component_name]
-            listener.connect(None)
-            self._update_sides()
-            return True
-        return False
-
-    def find_listeners(self, component: Any) -> None:
-        names = ("*", self.name)
-        if isinstance(getattr(component, "model", None), Model):
-            for node in component.model.walk():
-                if isinstance(node, EntangleListener) and node.upstream_name in names:
-                    self.add_listener(node, component.name)
-
     def _update_sides(self, listeners: Optional[List[EntangleListener]] = None) -> None:
         """Compute only what is read: a side no listener reads skips its last module."""
         if listeners is None:
@@ -295,43 +203,6 @@ class Entangle(TrainablePipe):
         if self.doc_tensor is not None:
             wanted.update(side_names(self.doc_tensor))
         self.model.attrs["sides"] = tuple(s for s in SIDES if s in wanted) or SIDES
-
-    def active_listeners(self) -> List[EntangleListener]:
-        """The listeners that read this component's output now: those of the components
-        enabled now after it. spaCy links listeners once (load, add_pipe, initialize) and
-        only among the enabled components, while ``disable_pipe`` / ``enable_pipe`` /
-        ``select_pipes`` change which ones run; the ones found here are linked. A
-        component sourced into another pipeline keeps the listeners linked there."""
-        linked = [ls for ls in self.listeners if ls.connected_to == self.name]
-        nlp = self._pipeline()
-        if nlp is None or not any(proc is self for _, proc in nlp.pipeline):
-            return linked
-        found = list(self._listeners_in(nlp))
-        unlinked = {name for name, node in found if node not in self.listener_map.get(name, [])}
-        if unlinked - self._disabled_at_link:
-            return linked  # last linked in another pipeline (sourced): not ours to judge
-        for name, node in found:
-            if name in unlinked or node._store is not self._outputs:
-                self.add_listener(node, name)
-        return [node for _, node in found]
-
-    def _listeners_in(self, nlp: Language) -> Iterator[Tuple[str, EntangleListener]]:
-        """(component, listener) of this component among nlp's enabled ones after it
-        ("*": the nearest `entangle` component before the listener)."""
-        nearest: Optional[Entangle] = None
-        after_self = False
-        for name, proc in nlp.pipeline:
-            if isinstance(proc, Entangle):
-                nearest, after_self = proc, after_self or proc is self
-                continue
-            model = getattr(proc, "model", None)
-            if not after_self or not isinstance(model, Model):
-                continue
-            for node in model.walk():
-                if isinstance(node, EntangleListener) and (
-                    node.upstream_name == self.name or (node.upstream_name == "*" and nearest is self)
-                ):
-                    yield name, node
 
     # -- prediction ----------------------------------------------------------------------
     def __call__(self, doc: Doc) -> Doc:
@@ -346,7 +217,8 @@ class Entangle(TrainablePipe):
 
     def predict(self, docs: Iterable[Doc]) -> List[EntangleData]:
         docs = list(docs)
-        self._update_sides(self.active_listeners())
+        # what store_output keeps is read later by any of its listeners, enabled now or not
+        self._update_sides(self.all_listeners() if self.cfg.get("store_output") else self.active_listeners())
         if self.store_attention:
             long = [len(doc.text) for doc in docs if len(doc.text) > LONG_DOC_CHARS]
             if long:
@@ -372,7 +244,7 @@ class Entangle(TrainablePipe):
             data.source = self.name
             self._outputs.put(doc, data, readers, times[id(doc)])
             if store:
-                doc._.entangle = data
+                keep_output(doc, data)
             if self.store_attention:
                 doc._.entangle_attention = data.attention = self._labelled_attention(data, doc)
 
@@ -479,13 +351,7 @@ class Entangle(TrainablePipe):
         """Load both backbones (by name or local path), check and size the listeners."""
         self.model.initialize()
         if nlp is not None:
-            self.attach(nlp)
-            check_listeners(nlp)
-            for i, (_, proc) in enumerate(nlp.pipeline):
-                if proc is self:
-                    for _, proc2 in nlp.pipeline[i + 1 :]:
-                        self.find_listeners(proc2)
-                    break
+            self.link_listeners(nlp)
         width = self.model.get_dim("nO")
         for listener in self.listeners:
             listener.set_dim("nO", width, force=True)
@@ -525,7 +391,7 @@ class Entangle(TrainablePipe):
             self.model.from_bytes(data)
         except IncompatibleFilesError as err:
             raise IncompatibleFilesError(f"Cannot load the `{self.name}` component from {where}: {err}") from err
-        except Exception as err:  # noqa: BLE001 - re-raised naming the component
+        except Exception as err:  # re-raised naming the component
             raise ValueError(
                 f"Cannot load the `{self.name}` component from {where} (damaged, truncated, or not "
                 f"saved by spacy-entangle): {err}"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, Sequence
 
 from ..backbone_dirs.model_card import write_model_card
+from ..modeling.char_designs import get_design
 from .checkpoint import CHECKPOINT, LOG_NAME
 from .model import Pretrainer
 from .settings import PretrainSettings
@@ -51,17 +52,10 @@ def write_model(
         if cut_short
         else ""
     )
-    grown = settings.growing
-    canine = encoder.config.model_type == "canine"
+    design = get_design(settings.grow_design) if settings.growing else None
     write_model_card(
         out,
-        (
-            "CANINE grown from a subword encoder by spacy-entangle"
-            if canine
-            else "Character encoder grown from a subword encoder by spacy-entangle"
-        )
-        if grown
-        else "CANINE-style character encoder pretrained by spacy-entangle",
+        design.card_title if design else "CANINE-style character encoder pretrained by spacy-entangle",
         f"{warning}Self-supervised on {', '.join(str(t) for t in texts)} ({stats['documents']} documents, "
         f"{n_dev} held out for the dev figures), {steps} steps. Objective: {objective}. Started from: {config}.\n\n"
         f"Use it as `char_backbone` (paths.char_backbone = this directory). The prediction heads are "
@@ -69,8 +63,8 @@ def write_model(
         f"## Last log entry\n{figures}\n\n## Settings\n{used}\n\n## Text\n{data}\n\n"
         f"The loss curve is {LOG_NAME} (one JSON object per logged step).",
         tags=(
-            ["entangle-grown", "character-level", "distillation"] + (["canine"] if canine else [])
-            if grown
+            list(design.card_tags)
+            if design
             else ["canine", "character-level", "masked-lm"] + (["distillation"] if settings.distilling else [])
         ),
     )

@@ -69,7 +69,7 @@ def load_training_state(path: Path) -> Dict[str, Any]:
     elsewhere); anything else is refused with the file named."""
     try:
         return torch.load(path, weights_only=True, map_location="cpu")
-    except Exception as err:  # noqa: BLE001 - UnpicklingError and friends, re-raised with the file named
+    except Exception as err:  # UnpicklingError and friends, re-raised with the file named
         raise ValueError(f"{path} cannot be loaded safely (torch.load weights_only=True): {err}") from err
 
 
@@ -104,7 +104,9 @@ RESUME_FIXED = (
     "char_width",
     "stage_a_steps",
     "type_batch",
+    "unfreeze_top",  # the optimizer's parameter groups
 )
+FLAGS = {"grow_design": "--design", "grow_k": "--k"}  # settings whose flag is not --name-with-dashes
 
 
 def start_state(
@@ -128,8 +130,9 @@ def start_state(
         old = PretrainSettings(**state["settings"])
         for name in RESUME_FIXED:
             if getattr(old, name) != getattr(settings, name):
+                flag = FLAGS.get(name, "--" + name.replace("_", "-"))
                 raise ValueError(
-                    f"--{name.replace('_', '-')} differs from the checkpoint's ({getattr(old, name)}): resume needs the same value"
+                    f"{flag} differs from the checkpoint's ({getattr(old, name)}): resume needs the same value"
                 )
         from transformers import AutoModel
 

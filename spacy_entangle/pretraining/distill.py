@@ -59,7 +59,7 @@ class Teacher:
             self.tokenizer = AutoTokenizer.from_pretrained(name, use_fast=True)
         except TeacherError:
             raise
-        except Exception as err:  # noqa: BLE001 - re-raised with the option named
+        except Exception as err:  # re-raised with the option named
             raise TeacherError(f"--teacher {name!r} is not a loadable Hugging Face encoder: {err}") from err
         if not self.tokenizer.is_fast:
             raise TeacherError(f"--teacher {name!r} has no fast tokenizer: word alignment needs character offsets")

@@ -29,7 +29,7 @@ def new_encoder(config: str, seed: int, **shape: Optional[int]) -> "PreTrainedMo
         )
     try:
         model_type = AutoConfig.from_pretrained(config).model_type
-    except Exception as err:  # noqa: BLE001 - re-raised with the choice named
+    except Exception as err:  # re-raised with the choice named
         raise ValueError(
             f"--config {config!r} is neither a preset ({', '.join(PRESETS)}) nor a loadable model: {err}"
         ) from err

@@ -1,5 +1,5 @@
 """`pretrain-chars --init-from SUBWORD`: grow a character encoder from a subword encoder
-(modeling/grown.py) and train only what is new, in two stages (issue 25):
+(modeling/grown.py) and train only what is new, in two stages:
 
 - Stage A (type level, Char2Subword / MIMICK): the front end maps a word's spelling, clean
   or attacked (spacy_entangle.noise), to the subword encoder's input-level state of the clean
@@ -17,22 +17,26 @@
 
 Design (a), ``--design canine`` (modeling/grown_canine.py), has no word-level front end, so
 it has stage B only: its middle target is read from the copied stack's molecule states
-(each character reads its molecule's), its last from the per-character output.
+(each character reads its molecule's), its last from the per-character output. What differs
+between designs (the encoder grown, the pretrainer class, the stages) is the registered
+``CharDesign`` (modeling/char_designs.py).
 """
 
 import random
 from collections import Counter
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 import torch
 from torch import nn
 
 from ..modeling import grown_canine
-from ..modeling.grown import GrownCharModel, grow_char_encoder, segment
+from ..modeling.char_designs import design_of, get_design
+from ..modeling.grown import GrownCharModel, segment
 from ..noise.attacks import perturb_word
 from .data import CharVocab, make_batch, word_spans
 from .distill import Teacher, distill_loss, pool_words
+from .settings import PretrainSettings
 
 
 def split_words(texts: Sequence[str], max_word_chars: int, batch: int = 512) -> List[List[str]]:
@@ -82,6 +86,8 @@ class WordTypes:
 def input_targets(words: Sequence[str], teacher: Teacher) -> Tuple[List[str], torch.Tensor]:
     """Each word's mean input embedding over its pieces (words with no piece are left out)."""
     table = teacher.model.get_input_embeddings().weight.detach().float().cpu()
+    if not words:  # the tokenizer fails on an empty batch
+        return [], table.new_zeros((0, table.shape[1]))
     pieces = teacher.tokenizer(list(words), add_special_tokens=False)["input_ids"]
     kept = [i for i, p in enumerate(pieces) if p]
     index = torch.tensor([n for n, i in enumerate(kept) for _ in pieces[i]], dtype=torch.long)
@@ -93,7 +99,7 @@ def input_targets(words: Sequence[str], teacher: Teacher) -> Tuple[List[str], to
 
 def encode_spellings(words: Sequence[str], max_chars: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """Padded codepoints (N, W) and mask of words, cut at ``max_chars``."""
-    width = max(1, min(max_chars, max(len(w) for w in words)))
+    width = max(1, min(max_chars, max((len(w) for w in words), default=0)))
     ids = numpy.zeros((len(words), width), dtype="int64")
     for i, word in enumerate(words):
         cps = numpy.frombuffer(word[:width].encode("utf-32-le"), dtype="<u4")
@@ -199,12 +205,11 @@ class CanineGrownPretrainer(GrownPretrainer):
 
 
 def make_pretrainer(encoder: nn.Module, mid_layer: int) -> GrownPretrainer:
-    """The stages' model for a grown encoder of either design (by its model type)."""
-    if isinstance(encoder, GrownCharModel):
-        return GrownPretrainer(encoder, mid_layer)
-    if getattr(encoder.config, "model_type", None) == "canine" and getattr(encoder.config, "grown_from", None):
-        return CanineGrownPretrainer(encoder, mid_layer)
-    raise ValueError(f"a {type(encoder).__name__} is not a grown char encoder (pretrain-chars --init-from)")
+    """The stages' model for a grown encoder of any registered design."""
+    design = design_of(getattr(encoder, "config", None))
+    if design is None:
+        raise ValueError(f"a {type(encoder).__name__} is not a grown char encoder (pretrain-chars --init-from)")
+    return design.make_pretrainer(encoder, mid_layer)
 
 
 def teacher_layers(teacher_layers_total: int, k: int) -> List[int]:
@@ -262,19 +267,22 @@ def word_cosines(
 
 
 def new_grown(init_from: str, k: Optional[int], char_width: int, seed: int, design: str = "word") -> nn.Module:
-    """The encoder a fresh run starts from: design "word" (char_heads: 64-wide heads, at
-    least one) or "canine" (its shape is the subword encoder's)."""
-    if design == "canine":
-        return grown_canine.grow_canine(init_from, k=k, seed=seed)
-    heads = max(1, char_width // 64)
-    if char_width % heads:
-        heads = 1
-    return grow_char_encoder(init_from, k=k, char_width=char_width, char_heads=heads, seed=seed)
+    """The encoder a fresh run of ``design`` starts from."""
+    return get_design(design).grow_encoder(init_from, k=k, char_width=char_width, seed=seed)
+
+
+def doc_chars(settings: PretrainSettings, subword_config: Any) -> int:
+    """The longest row of text a grown run reads: ``max_chars``, and no more characters than
+    the copied position table holds words (with [CLS] and [SEP]; every character may be a
+    word of its own), as the pipeline's windows are cut."""
+    words = get_design(settings.grow_design).words_per_row(subword_config)
+    return settings.max_chars if words is None else max(8, min(settings.max_chars, words - 2))
 
 
 __all__ = [
     "CanineGrownPretrainer",
     "GrownPretrainer",
+    "doc_chars",
     "WordTypes",
     "attack_words",
     "encode_spellings",

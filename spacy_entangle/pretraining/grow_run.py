@@ -1,22 +1,23 @@
 """The pretraining run of a grown encoder: PretrainRun's budget, log, checkpoints and exact
 resume, with grow.py's two stages in place of the masked objectives. Stage A draws word
 types from ``np_rng`` (saved in the checkpoint) and leaves the text plan alone; stage B
-walks the text plan, so a resume in either stage continues exactly. ``--design canine``
-(design (a)) grows a CANINE instead and runs stage B only."""
+walks the text plan, so a resume in either stage continues exactly. What the design changes
+(the encoder, its pretrainer, whether it has stage A) is its registered ``CharDesign``."""
 
 from typing import Any, Dict, Iterator, List, Tuple
 
 import torch
 from transformers import PreTrainedModel
 
+from ..modeling.char_designs import design_of, get_design
 from .data import make_batch
-from .distill import Teacher
+from .distill import Teacher, TeacherError
 from .grow import (
     GrownPretrainer,
     WordTypes,
     attack_words,
+    doc_chars,
     encode_spellings,
-    make_pretrainer,
     new_grown,
     teacher_layers,
     word_cosines,
@@ -31,29 +32,40 @@ class GrownRun(PretrainRun):
     model: GrownPretrainer
     teacher: Teacher
 
+    def _doc_chars(self) -> int:
+        """Rows no longer than the copied position table holds words (doc_chars)."""
+        from transformers import AutoConfig
+
+        try:
+            subword_config = AutoConfig.from_pretrained(self.config)
+        except Exception as err:  # re-raised with the option named
+            raise TeacherError(f"--init-from {self.config!r} is not a loadable Hugging Face encoder: {err}") from err
+        return doc_chars(self.settings, subword_config)
+
     def _make_teacher(self) -> Teacher:
         settings = self.settings
         probe = Teacher(self.config, [-1], str(self.device))
         k = settings.grow_k or int(probe.model.config.num_hidden_layers)
         probe.layers = teacher_layers(int(probe.model.config.num_hidden_layers), k)
+        if settings.unfreeze_top > k:
+            raise ValueError(f"--unfreeze-top {settings.unfreeze_top} is more than the {k} copied layers (--k {k})")
         self.k = k
         return probe
 
     def _make_model(self, encoder: PreTrainedModel) -> GrownPretrainer:
-        canine = self.settings.grow_design == "canine"
-        expected = "canine" if canine else "entangle-grown"
-        if encoder.config.model_type != expected or (canine and not getattr(encoder.config, "grown_from", None)):
-            raise ValueError(
-                f"the checkpoint's encoder is a {encoder.config.model_type!r} model, not a grown {expected!r} one"
-            )
+        design = get_design(self.settings.grow_design)
+        found = design_of(encoder.config)
+        if found is None or found.name != design.name:
+            kind = f"a grown {found.name!r}" if found else f"a {encoder.config.model_type!r}"
+            raise ValueError(f"the checkpoint's encoder is {kind} model, not a grown {design.name!r} one (--design)")
         if int(encoder.config.num_hidden_layers) != self.k:
             raise ValueError(
                 f"the checkpoint's encoder has {encoder.config.num_hidden_layers} copied layers, --k {self.k}"
             )
-        if not canine:
+        if design.stage_a:
             self.types = WordTypes(self.train_docs, self.teacher, encoder.config.max_word_chars)
             self.types.targets = self.types.targets.to(self.device)
-        model = make_pretrainer(encoder, mid_layer=self.teacher.layers[0])
+        model = design.make_pretrainer(encoder, self.teacher.layers[0])
         for param in model.copied_parameters():
             param.requires_grad_(False)
         return model
@@ -64,6 +76,8 @@ class GrownRun(PretrainRun):
         if not n:
             return []
         layers = self.model.copied_layers()
+        if n > len(layers):
+            raise ValueError(f"--unfreeze-top {n} is more than the {len(layers)} copied layers")
         return [p for layer in layers[len(layers) - n :] for p in layer.parameters()]
 
     def _param_groups(self) -> List[Dict[str, Any]]:
@@ -87,10 +101,13 @@ class GrownRun(PretrainRun):
         return encoder
 
     def _unfreeze_step(self) -> int:
-        """The step from which the top copied layers train."""
-        if not self.settings.max_steps:
+        """The step from which the top copied layers train: ``unfreeze_from`` of the decay
+        horizon, as stage A's split (so a resume with a larger --max-steps and the same
+        --decay-steps unfreezes where an uninterrupted run does)."""
+        horizon = self.settings.decay_steps or self.settings.max_steps
+        if not horizon:
             raise ValueError("--init-from needs --max-steps (the two stages are planned in steps)")
-        return int(self.settings.unfreeze_from * self.settings.max_steps)
+        return int(self.settings.unfreeze_from * horizon)
 
     def update_next(self, plan: Iterator[List[int]]) -> Tuple[Dict[str, torch.Tensor], int]:
         settings = self.settings

@@ -1,6 +1,7 @@
 """The pretraining loop: AdamW + transformers' warmup schedules, a time and/or step budget,
 checkpoints that resume exactly (checkpoint.py), a JSONL log (the loss curve) and a held-out
-evaluation; the encoder and its model card are written at the end (card.py).
+evaluation. ``PretrainRun`` is a run of the masked objectives; grow_run.py's ``GrownRun``
+replaces its model and steps; pretrain.py picks one and writes the result (card.py).
 """
 
 import json
@@ -14,7 +15,6 @@ import numpy
 import torch
 from tqdm import tqdm
 
-from .card import write_model
 from .checkpoint import CHECKPOINT, LOG_NAME, fingerprint, restore, save_checkpoint, start_state, truncate_log
 from .data import Batch, CharVocab, epoch_batches, make_batch, read_texts, split_dev
 from .distill import Teacher
@@ -114,31 +114,6 @@ def evaluate(
     return {f"dev_{k}": v for k, v in meter.summary().items()}
 
 
-def pretrain_chars(
-    texts: Sequence[Path],
-    out: Path,
-    settings: PretrainSettings,
-    config: str = "canine-small",
-    shape: Optional[Dict[str, Optional[int]]] = None,
-    resume: bool = False,
-    device: str = "cpu",
-    progress: bool = True,
-) -> Dict[str, Any]:
-    """Pretrain (or resume) and write the encoder to ``out``; returns the final log entry
-    plus ``stopped_by`` ("max_steps" or "max_minutes") and ``planned_steps``."""
-    settings.check()
-    if settings.init_from:  # settings.growing
-        from .grow_run import GrownRun
-
-        run: PretrainRun = GrownRun(texts, Path(out), settings, settings.init_from, None, resume, device)
-    else:
-        run = PretrainRun(texts, Path(out), settings, config, shape, resume, device)
-    entry = run.train(progress)
-    # run.config: the subword encoder a grown run starts from
-    write_model(run.out, run.model, settings, run.stats, len(run.dev_docs), texts, entry, run.config)
-    return entry
-
-
 class PretrainRun:
     """One pretraining run: the model, optimizer and every random state a resume must
     restore, the position in the batch plan, and the budget's clock."""
@@ -154,9 +129,9 @@ class PretrainRun:
         device: str,
     ) -> None:
         self.out, self.settings, self.device = out, settings, torch.device(device)
-        docs, self.stats = read_texts(texts, settings.max_chars)
-        self.train_docs, self.dev_docs = split_dev(docs, settings.dev_fraction, settings.seed)
         self.config, self.shape = config, shape
+        docs, self.stats = read_texts(texts, self._doc_chars())
+        self.train_docs, self.dev_docs = split_dev(docs, settings.dev_fraction, settings.seed)
         self.teacher = self._make_teacher()
         encoder, self.vocab, self.state, saved = start_state(
             out, resume, settings, config, self._new_encoder, self.train_docs, fingerprint(docs)
@@ -178,6 +153,10 @@ class PretrainRun:
         self.step = int(self.state["step"])
         self.elapsed_before = float(self.state["elapsed"])
         self.started = time.perf_counter()
+
+    def _doc_chars(self) -> int:
+        """The longest document (longer lines are cut into several)."""
+        return self.settings.max_chars
 
     def _make_teacher(self) -> Optional[Teacher]:
         settings = self.settings

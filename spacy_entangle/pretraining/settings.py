@@ -5,10 +5,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from .. import canine
+from ..modeling.char_designs import get_design
 from ..noise.attacks import ATTACKS, check_attacks
-
-# pretrain-chars --init-from --design: the two ways of growing a char encoder (issue 25)
-GROW_DESIGNS = ("word", "canine")
 
 # --config presets: (layers, width, heads, hash_buckets); canine-s is google/canine-s's shape
 PRESETS: Dict[str, Dict[str, int]] = {
@@ -49,9 +47,9 @@ class PretrainSettings:
     # (None: a third of max_steps) and words per step, and the late unfreezing of the top
     # copied layers (0: never) at a fraction of the learning rate
     init_from: Optional[str] = None
-    # "word" (design (b), modeling/grown.py: a word-pooled front end under the copied layers)
-    # or "canine" (design (a), modeling/grown_canine.py: a CANINE whose deep stack is copied;
-    # stage B only, it has no word-level front end for stage A)
+    # a registered design (modeling/char_designs.py): "word" (design (b), modeling/grown.py:
+    # a word-pooled front end under the copied layers) or "canine" (design (a),
+    # modeling/grown_canine.py: a CANINE whose deep stack is copied; stage B only)
     grow_design: str = "word"
     grow_k: Optional[int] = None
     char_width: int = 256
@@ -88,11 +86,11 @@ class PretrainSettings:
             raise ValueError("--init-from needs --max-steps (the two stages are planned in steps)")
         if self.teacher and self.teacher != self.init_from:
             raise ValueError("--init-from is the teacher of a grown encoder: leave --teacher out")
-        if self.grow_design not in GROW_DESIGNS:
-            raise ValueError(f"--design must be one of {', '.join(GROW_DESIGNS)}, got {self.grow_design!r}")
-        if self.grow_design == "canine":
+        if not get_design(self.grow_design).stage_a:
             if self.stage_a_steps:
-                raise ValueError("--design canine has no stage A (no word-level front end): leave --stage-a-steps out")
+                raise ValueError(
+                    f"--design {self.grow_design} has no stage A (no word-level front end): leave --stage-a-steps out"
+                )
             self.stage_a_steps = 0
         if self.stage_a_steps is None:  # resolved here, so a resume compares the real split
             self.stage_a_steps = (self.decay_steps or self.max_steps) // 3
@@ -122,7 +120,7 @@ class PretrainSettings:
         """What the run learns, in words (model card, config.json, package meta)."""
         names = []
         if self.growing:
-            shape = "a CANINE whose deep stack is " if self.grow_design == "canine" else ""
+            shape = get_design(self.grow_design).objective
             unfreeze = (
                 f"; top {self.unfreeze_top} train from {self.unfreeze_from:.0%} of the steps"
                 if self.unfreeze_top

@@ -15,11 +15,10 @@ from typing import Any, Callable, Dict
 import numpy
 
 from .. import canine
+from ..modeling.char_designs import GROWN_MODEL_TYPE
 
 CharSpecBuilder = Callable[[Any, int], "CharSpec"]
 _CHAR_SPECS: Dict[str, CharSpecBuilder] = {}
-
-GROWN_MODEL_TYPE = "entangle-grown"  # spacy_entangle.modeling.grown.GrownCharConfig.model_type
 
 
 def register_char_spec(model_type: str) -> Callable[[CharSpecBuilder], CharSpecBuilder]:

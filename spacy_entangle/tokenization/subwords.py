@@ -1,11 +1,18 @@
 """Subword pieces with character offsets, from a Hugging Face fast tokenizer."""
 
+import json
 from dataclasses import dataclass
-from typing import Any, List, Sequence, Tuple
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
 _PROBE = "a"  # one piece in every vocabulary we know; only used to find where the specials go
+_MARK = -987654321  # a sentinel id: never a real vocabulary id (the rule of the first saves)
+# the class names of a generic fast tokenizer (no model-specific class) in transformers 4 / 5
+GENERIC_FAST = ("PreTrainedTokenizerFast", "TokenizersBackend")
+
+Specials = Tuple[Tuple[int, ...], Tuple[int, ...]]
 
 
 @dataclass
@@ -15,7 +22,8 @@ class SubwordSpec:
     ``prefix``/``n_special``: how many special pieces the tokenizer adds before /
     in total around a single sequence ([CLS] x [SEP] -> 1 / 2; <s> x </s> -> 1 / 2).
     ``before``/``after``: those pieces' ids, read once from the tokenizer's own
-    post-processor, so windows get the same specials as ``tokenizer(text)`` would add.
+    post-processor, so windows get the same specials as ``tokenizer(text)`` would add; a
+    loaded model takes the ones it was trained with (``recorded_special_ids``).
     """
 
     tokenizer: Any
@@ -27,14 +35,18 @@ class SubwordSpec:
     after: Tuple[int, ...] = ()
 
     @classmethod
-    def from_tokenizer(cls, tokenizer: Any, config: Any, max_length: int = 512) -> "SubwordSpec":
+    def from_tokenizer(
+        cls, tokenizer: Any, config: Any, max_length: int = 512, specials: Optional[Specials] = None
+    ) -> "SubwordSpec":
+        """``specials``: the (before, after) ids a saved model was trained with; None reads them
+        from the tokenizer's post-processor (``special_ids``)."""
         if not getattr(tokenizer, "is_fast", False):
             raise ValueError(
                 f"subword_backbone needs a fast (Rust) tokenizer for character offsets; "
                 f"{type(tokenizer).__name__} is not one. Save the backbone with a "
                 "tokenizer.json (AutoTokenizer.from_pretrained(..., use_fast=True))."
             )
-        before, after = special_ids(tokenizer)
+        before, after = special_ids(tokenizer) if specials is None else specials
         limits = [max_length]
         model_max = getattr(tokenizer, "model_max_length", None)
         if model_max is not None and model_max < 100_000:
@@ -103,6 +115,88 @@ def special_ids(tokenizer: Any) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
         f"cannot tell where {type(tokenizer).__name__} puts its special tokens: {_PROBE!r} encodes "
         f"to {bare} without them and {full} with them"
     )
+
+
+def legacy_special_ids(tokenizer: Any) -> Specials:
+    """The specials of pipelines saved before ``versions.json`` (transformers 4 only): the
+    code then asked ``build_inputs_with_special_tokens``, which a generic
+    PreTrainedTokenizerFast does not override, so it added none even where the post-processor
+    adds [CLS] x [SEP]. Under transformers 5 (no such method on fast tokenizers) the same rule
+    is followed: none for a generic tokenizer, the post-processor's for a model's own class
+    (whose 4.x method built the same ids)."""
+    build = getattr(tokenizer, "build_inputs_with_special_tokens", None)
+    if build is not None:
+        built = list(build([_MARK]))
+        at = built.index(_MARK)
+        return tuple(built[:at]), tuple(built[at + 1 :])
+    if type(tokenizer).__name__ in GENERIC_FAST:
+        return (), ()
+    return special_ids(tokenizer)
+
+
+def specials_record(before: Sequence[int], after: Sequence[int], tokenizer: Any) -> Dict[str, Any]:
+    """What a saved model records of the specials it was trained with: ids and their pieces."""
+    return {
+        "before": [int(i) for i in before],
+        "after": [int(i) for i in after],
+        "before_pieces": tokenizer.convert_ids_to_tokens([int(i) for i in before]),
+        "after_pieces": tokenizer.convert_ids_to_tokens([int(i) for i in after]),
+    }
+
+
+def recorded_special_ids(record: Dict[str, Any], tokenizer: Any, vocab_size: Optional[int] = None) -> Specials:
+    """The specials a saved model records (``specials_record``), checked against the saved
+    tokenizer and the encoder's vocabulary: ids it does not have, or that now name other pieces,
+    cannot be honoured, and running the model with other specials would change its predictions
+    silently."""
+    try:
+        before = tuple(int(i) for i in record["before"])
+        after = tuple(int(i) for i in record["after"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"the record of the special pieces cannot be read: {type(err).__name__}: {err}") from err
+    ids = before + after
+    size = len(tokenizer) if vocab_size is None else min(len(tokenizer), vocab_size)
+    outside = [i for i in ids if not 0 <= i < size]
+    if outside:
+        raise ValueError(
+            f"the model was trained with the special piece ids {list(before)} x {list(after)}, but "
+            f"{outside} are outside the saved tokenizer's / encoder's vocabulary (size {size}): "
+            "the model cannot be run as it was trained"
+        )
+    pieces = (record.get("before_pieces"), record.get("after_pieces"))
+    now = (tokenizer.convert_ids_to_tokens(list(before)), tokenizer.convert_ids_to_tokens(list(after)))
+    if pieces != (None, None) and [list(p or []) for p in pieces] != [list(p) for p in now]:
+        raise ValueError(
+            f"the model was trained with the special pieces {pieces[0]} x {pieces[1]} (ids {list(before)} x "
+            f"{list(after)}), but the saved tokenizer maps those ids to {now[0]} x {now[1]}: "
+            "the model cannot be run as it was trained"
+        )
+    return before, after
+
+
+def portable_tokenizer_config(data: bytes) -> bytes:
+    """tokenizer_config.json as every supported transformers reads it: 5.x names a generic
+    fast tokenizer's class "TokenizersBackend", which 4.x refuses; "PreTrainedTokenizerFast"
+    loads the same tokenizer.json in both (5.x maps it to TokenizersBackend). Model-specific
+    classes (BertTokenizer, RobertaTokenizer, ...) have one name in both and stay as written."""
+    try:
+        config = json.loads(data.decode("utf8"))
+    except ValueError:  # not JSON (UnicodeDecodeError is one too): left for the tokenizer's error
+        return data
+    if not isinstance(config, dict) or config.get("tokenizer_class") != "TokenizersBackend":
+        return data
+    config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    return (json.dumps(config, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf8")
+
+
+def make_portable(directory: Union[str, Path]) -> None:
+    """Rewrite ``directory``'s tokenizer_config.json in place with ``portable_tokenizer_config``."""
+    path = Path(directory) / "tokenizer_config.json"
+    if path.is_file():
+        data = path.read_bytes()
+        portable = portable_tokenizer_config(data)
+        if portable != data:
+            path.write_bytes(portable)
 
 
 _OFFSET_POSITIONS = {"roberta", "xlm-roberta", "camembert", "longformer", "xlm-roberta-xl", "data2vec-text"}

@@ -1,6 +1,7 @@
-"""The grown character encoder (modeling/grown.py, issue 25): word segmentation, the copied
+"""The grown character encoder (modeling/grown.py): word segmentation, the copied
 layers, padding invariance, Hugging Face loading, and use as an entangle char_backbone."""
 
+import os
 import shutil
 
 import numpy
@@ -143,7 +144,7 @@ def test_any_unicode_gets_one_finite_state_per_character_and_aligns(grown_model,
 def test_int8_keeps_the_copied_layers_in_float(grown_model, bert_dir):
     """inference = "int8" quantizes the grown encoder's own front end and join, but not the
     layers copied from the pretrained subword encoder (quantizing them cost 0.97 F1 on
-    WNUT-17 dev): the model declares them (int8_keep_float), as MiniLM itself stays float."""
+    WNUT-17 dev): its registered design declares them (int8_keep_float), as MiniLM itself stays float."""
     from spacy_entangle.modeling.entangle import EntangleEncoder
     from spacy_entangle.modeling.inference import float_prefixes, quantize_int8
 
@@ -155,3 +156,66 @@ def test_int8_keeps_the_copied_layers_in_float(grown_model, bert_dir):
     assert copied and all(linear[n] is torch.nn.Linear for n in copied)
     assert linear["char_encoder.join.0"] is not torch.nn.Linear  # the grown encoder's own layer: int8
     assert all(linear[n] is torch.nn.Linear for n in linear if n.startswith("subword_encoder."))
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("abc\u200d", ["\ue000", "abc\u200d", "\ue001"]),  # [SEP] after a ZWJ stays [SEP]
+        ("\u200dabc", ["\ue000", "\u200dabc", "\ue001"]),  # the first word's spelling is not [CLS]'s
+        ("\u0301x", ["\ue000", "\u0301", "x", "\ue001"]),  # a mark after [CLS] joins nothing
+        ("\u200d", ["\ue000", "\u200d", "\ue001"]),
+    ],
+)
+def test_specials_are_words_of_their_own_next_to_a_joiner(grown_dir, text, expected):
+    spec = CharSpec.from_config(AutoConfig.from_pretrained(grown_dir))
+    assert _words(spec, text)[0] == expected
+
+
+def test_import_spacy_entangle_registers_the_model_type_without_importing_transformers(grown_dir):
+    """`import spacy_entangle` is enough for transformers' auto classes to load a grown
+    encoder, and it still does not import transformers (spaCy imports the package to find
+    its factories)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import spacy_entangle; assert 'transformers' not in sys.modules; "
+        "from transformers import AutoConfig, AutoModel; "
+        f"print(type(AutoConfig.from_pretrained({str(grown_dir)!r})).__name__, "
+        f"type(AutoModel.from_pretrained({str(grown_dir)!r})).__name__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["GrownCharConfig", "GrownCharModel"]
+
+
+def test_too_many_words_for_the_position_table_is_a_clear_error(grown_model):
+    ids = torch.tensor([[0xE000] + [ord(",")] * 600 + [0xE001]])
+    with pytest.raises(ValueError, match="602 words; the copied position table holds 512"):
+        grown_model(input_ids=ids)
+
+
+def test_gradient_checkpointing_of_the_entangle_component_reaches_the_grown_encoder(grown_dir, bert_dir):
+    """gradient_checkpointing = true: the char layers and the copied layers run again in the
+    backward pass (their activations are not kept), with the same gradients."""
+    from spacy_entangle.modeling.entangle import EntangleEncoder
+
+    grads, calls = [], []
+    for checkpointing in (False, True):
+        char = AutoModel.from_pretrained(grown_dir)
+        model = EntangleEncoder(
+            char, AutoModel.from_pretrained(bert_dir), n_coattention=1, width=32, n_heads=2, checkpointing=checkpointing
+        ).train()
+        count = {"char": 0, "copied": 0}
+        # the layers' attention blocks: whether transformers checkpoints a layer's __call__ or its forward
+        for name, block in (("char", char.char_layers[0].self_attn), ("copied", char.words.encoder.layer[0].attention)):
+            block.register_forward_pre_hook(lambda *_, name=name, count=count: count.update({name: count[name] + 1}))
+        ids = torch.tensor([[0xE000, ord("h"), ord("i"), ord(" "), ord("!"), 0xE001]])
+        torch.manual_seed(0)
+        _, states = model(torch.tensor([[101, 7592, 999, 102]]), torch.ones((1, 4)), ids, torch.ones_like(ids))
+        states.sum().backward()
+        calls.append(count)
+        grads.append(char.char_embed.tables[0].weight.grad.clone())
+    assert calls == [{"char": 1, "copied": 1}, {"char": 2, "copied": 2}]
+    assert torch.allclose(grads[0], grads[1], atol=1e-6)

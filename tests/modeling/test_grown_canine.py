@@ -1,4 +1,4 @@
-"""Design (a) of the grown char encoder (modeling/grown_canine.py, issue 25): a plain CANINE
+"""Design (a) of the grown char encoder (modeling/grown_canine.py): a plain CANINE
 whose deep stack is the subword encoder's first k layers."""
 
 import shutil
@@ -42,3 +42,23 @@ def test_plugs_into_a_pipeline_and_loads_offline_without_backbones(tmp_path, ber
     grow_canine(bert_dir, char_dir, k=1, seed=0)
     shutil.copytree(bert_dir, sub_dir)
     check_char_backbone_pipeline(char_dir, sub_dir, tmp_path / "pipeline")
+
+
+@pytest.mark.filterwarnings("ignore:torch.ao.quantization is deprecated")
+def test_int8_keeps_the_copied_stack_in_float(bert_dir, canine_dir):
+    """inference = "int8" leaves design (a)'s copied deep stack in float, as design (b)'s
+    copied layers (its registered design says so); CANINE's own layers, and a CANINE that
+    was not grown, are quantized."""
+    from spacy_entangle.modeling.entangle import EntangleEncoder
+    from spacy_entangle.modeling.inference import float_prefixes, quantize_int8
+
+    subword = AutoModel.from_pretrained(bert_dir)
+    model = EntangleEncoder(grow_canine(bert_dir, k=1, seed=0), subword, n_coattention=1, width=32, n_heads=2)
+    assert float_prefixes(model) == ("subword_encoder.", "char_encoder.encoder.")
+    linear = {n: type(m) for n, m in quantize_int8(model.eval()).named_modules() if "Linear" in type(m).__name__}
+    copied = [n for n in linear if n.startswith("char_encoder.encoder.")]
+    assert copied and all(linear[n] is torch.nn.Linear for n in copied)
+    own = [n for n in linear if n.startswith("char_encoder.initial_char_encoder.")]
+    assert own and all(linear[n] is not torch.nn.Linear for n in own)
+    plain = EntangleEncoder(AutoModel.from_pretrained(canine_dir), subword, n_coattention=1, width=32, n_heads=2)
+    assert float_prefixes(plain) == ("subword_encoder.",)

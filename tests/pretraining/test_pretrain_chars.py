@@ -239,7 +239,7 @@ def test_non_canine_directory_is_refused(text_file, bert_dir, tmp_path):
         read_texts([text_file.parent], 100)
 
 
-# ----------------------------------------------------------------------------- distillation (issue 13)
+# ----------------------------------------------------------------------------- distillation
 from spacy_entangle.pretraining.data import word_spans  # noqa: E402
 from spacy_entangle.pretraining.distill import Teacher, align_words  # noqa: E402
 
@@ -373,7 +373,7 @@ class _Payload:
 
 
 def test_resume_never_unpickles_code(text_file, tmp_path):
-    """issue 12, defect 7: the training state is read with torch.load(weights_only=True)."""
+    """The training state is read with torch.load(weights_only=True)."""
     out = tmp_path / "o"
     pretrain_chars([text_file], out, tiny(max_steps=2), config="canine-tiny", progress=False)
     path = out / "checkpoint" / "training_state.pt"
@@ -486,6 +486,47 @@ def test_grown_resume_continues_exactly_across_the_stages(text_file, bert_dir, t
         pretrain_chars([text_file], split, grow(bert_dir, max_steps=9, char_width=64), resume=True, progress=False)
 
 
+def test_grown_resume_with_late_unfreezing_continues_exactly(text_file, bert_dir, tmp_path):
+    """The top layers unfreeze at --unfreeze-from of the decay horizon (as stage A ends), so
+    a run resumed with a growing --max-steps unfreezes where an uninterrupted one does; a
+    changed --unfreeze-top (other optimizer groups) is refused by name."""
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    plan = dict(decay_steps=8, stage_a_steps=2, unfreeze_top=1, unfreeze_from=0.75)  # unfreezes at step 6
+    pretrain_chars([text_file], straight, grow(bert_dir, **plan), progress=False)
+    pretrain_chars([text_file], split, grow(bert_dir, **{**plan, "max_steps": 5}), progress=False)
+    with pytest.raises(ValueError, match="--unfreeze-top differs from the checkpoint's"):
+        pretrain_chars([text_file], split, grow(bert_dir, **{**plan, "unfreeze_top": 0}), resume=True, progress=False)
+    pretrain_chars([text_file], split, grow(bert_dir, **plan), resume=True, progress=False)
+    assert same(weights(straight), weights(split))
+    teacher = AutoModel.from_pretrained(bert_dir).state_dict()
+    name = "encoder.layer.0.output.dense.weight"
+    assert not torch.equal(AutoModel.from_pretrained(split).words.state_dict()[name], teacher[name])
+
+
+@pytest.mark.parametrize("design", ["word", "canine"])
+def test_grown_rows_fit_the_copied_position_table(design, bert_dir, tmp_path):
+    """Lines where every character is a word (CJK, punctuation) longer than the copied
+    position table (512) are cut to rows it holds, as the pipeline's windows are: training
+    and the dev cosines run (they crashed: "expanded size of the tensor (514)")."""
+    text = tmp_path / "long.txt"
+    text.write_text("\n".join(sample_lines()[:40] + ["東京" * 300, "!?" * 300, "a," * 300]) + "\n", encoding="utf8")
+    settings = grow(bert_dir, max_steps=2, stage_a_steps=None, max_chars=600, batch_size=64, grow_design=design)
+    out = tmp_path / design
+    entry = pretrain_chars([text], out, settings, progress=False)
+    assert entry["step"] == 2 and numpy.isfinite(entry["last_loss"])
+    from spacy_entangle.pretraining.distill import Teacher
+    from spacy_entangle.pretraining.grow import doc_chars, make_pretrainer, teacher_layers, word_cosines
+
+    config = AutoModel.from_pretrained(bert_dir).config
+    assert doc_chars(settings, config) == (510 if design == "word" else 600)
+    long_rows, _ = read_texts([text], doc_chars(settings, config))
+    teacher = Teacher(str(bert_dir))
+    teacher.layers = teacher_layers(1, 1)
+    student = make_pretrainer(AutoModel.from_pretrained(out), teacher.layers[0])
+    cosines = word_cosines(student, teacher, [row for row in long_rows if len(row) > 500], 0.3, ["swap"])
+    assert cosines["words"] > 0 and -1 <= cosines["last_cos"] <= 1
+
+
 def test_grown_unfreezes_the_top_layers_late(text_file, bert_dir, tmp_path):
     out = tmp_path / "unfrozen"
     pretrain_chars(
@@ -531,6 +572,8 @@ def test_grown_canine_distils_with_its_copied_stack_frozen(text_file, bert_dir, 
         (["--stage-a-steps", "-1"], "--stage-a-steps must be"),
         (["--max-steps", "0", "--max-minutes", "1"], "needs --max-steps"),
         (["--init-from", "/no/such/encoder"], "not a loadable"),
+        (["--unfreeze-top", "2"], "--unfreeze-top 2 is more than the 1 copied layers"),
+        (["--design", "canine", "--unfreeze-top", "2"], "--unfreeze-top 2 is more than the 1 copied layers"),
     ],
 )
 def test_grown_bad_settings_are_clear_errors(args, message, text_file, bert_dir, canine_dir, tmp_path):
@@ -543,10 +586,12 @@ def test_grown_bad_settings_are_clear_errors(args, message, text_file, bert_dir,
 
 def test_grown_word_types_sampled_by_sqrt_frequency_with_mean_piece_targets(bert_dir):
     from spacy_entangle.pretraining.distill import Teacher
-    from spacy_entangle.pretraining.grow import WordTypes, split_words
+    from spacy_entangle.pretraining.grow import WordTypes, encode_spellings, input_targets, split_words
 
     assert split_words(["Hi, @you!", ""], 24) == [["Hi", ",", "@", "you", "!"], []]
     teacher = Teacher(str(bert_dir))
+    none, no_targets = input_targets([], teacher)  # no word types (all seen before): empty, no crash
+    assert none == [] and no_targets.shape == (0, 32) and encode_spellings([], 24)[0].shape == (0, 1)
     types = WordTypes(["the the the the cat", "the the the the unbelievably"], teacher, 24)
     probs = dict(zip(types.types, types.probs))
     assert probs["the"] / probs["cat"] == pytest.approx(8**0.5)

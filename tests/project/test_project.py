@@ -86,6 +86,15 @@ def _tiny_tweets(folder: Path) -> Path:
     return folder
 
 
+def _variants(*argv):
+    """scripts/variants.py in-process (typer's test runner): its exit code and output."""
+    from typer.testing import CliRunner
+    from variants import app, split_extra
+
+    args, extra = split_extra([str(a) for a in argv])
+    return CliRunner().invoke(app, args, obj=extra)
+
+
 # ---------------------------------------------------------------------------- fast
 
 
@@ -131,10 +140,10 @@ def test_project_yml_is_valid():
             elif dep not in ("corpus", "../../shared/data/wnut17/", "variants.yml"):
                 assert dep in made, f"{name}: {dep} is made by no command"
     assert (PROJECT / "meta" / "entangle_wnut.json").exists()
-    # the entangle models train on the grown char encoder (issue 25); masked starts from the random one
+    # the entangle models train on the grown char encoder; masked starts from the random one
     assert "backbones/grown/" in commands["train"]["deps"]
     assert "--config backbones/canine-random" in commands["pretrain-chars"]["script"][0]
-    # issue 13: the shipped char encoder is a variable; `all` makes the default one
+    # the shipped char encoder is a variable; `all` makes the default one
     assert cfg["vars"]["char_encoder"] == "grown" and cfg["vars"]["char_dir"] == "backbones/grown"
     assert "backbones/grown/" in commands["pretrain-grown"]["outputs"]
     assert "backbones/canine-masked/" in commands["pretrain-chars"]["outputs"]
@@ -179,6 +188,9 @@ def test_project_yml_is_valid():
     assert "backbones/canine-distilled/" in train_distilled["deps"]
     for script in [
         "variants.py",
+        "variants_run.py",
+        "variants_report.py",
+        "_variants.py",
         "tables.py",
         "timed.py",
         "if_exists.py",
@@ -194,9 +206,10 @@ def test_every_variant_trains_with_its_settings():
     """variants.yml is the one list of variants: each resolves to a `spacy train` command
     with its config, char encoder, side and augmenter, and the baseline gets no entangle
     overrides."""
-    import variants
+    from _variants import load_variants
+    from variants_run import train_command
 
-    table = variants.load_variants()
+    table = load_variants()
     assert {
         "entangle",
         "entangle-char",
@@ -227,7 +240,7 @@ def test_every_variant_trains_with_its_settings():
             extra=["--nlp.batch_size", "16"],
         )
         settings.update(kw)
-        return " ".join(variants.train_command(table[name], 1, **settings)[1:])
+        return " ".join(train_command(table[name], 1, **settings)[1:])
 
     entangle = command("entangle")
     for part in [
@@ -262,7 +275,8 @@ def test_every_variant_trains_with_its_settings():
 
 
 def test_variants_file_errors_name_the_variant(tmp_path):
-    import variants
+    from _variants import load_variants
+    from variants_run import parse_seeds
 
     bad = tmp_path / "variants.yml"
     for text, message in [
@@ -273,25 +287,24 @@ def test_variants_file_errors_name_the_variant(tmp_path):
     ]:
         bad.write_text(text)
         with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
-            variants.load_variants(bad)
-    with pytest.raises(SystemExit, match="no variant"):
-        variants.main(["train", "nope", "--variants", str(PROJECT / "variants.yml"), "--dry-run"])
+            load_variants(bad)
+    r = _variants("train", "nope", "--variants", PROJECT / "variants.yml", "--dry-run")
+    assert r.exit_code == 1 and "no variant ['nope']" in r.output
     with pytest.raises(SystemExit, match="--seeds takes integers"):
-        variants.parse_seeds("0,one")
+        parse_seeds("0,one")
+    # a command line typer rejects: its message and exit code 2, not a traceback
+    r = _variants("train", "--seeds", "0")
+    assert r.exit_code == 2 and "Missing argument" in r.output
+    r = _variants("train", "entangle", "--char-encoder", "great")
+    assert r.exit_code == 2 and "great" in r.output
 
 
 def test_pipelines_lists_where_each_variant_trains(tmp_path):
     """`compare` hands the speed benchmark these paths (speed_compare.py --pipelines @FILE):
     only the project knows its folder layout."""
-    import variants
-
     out = tmp_path / "pipelines.txt"
-    assert (
-        variants.main(
-            ["pipelines", "entangle", "baseline", "--seed", "2", "--training-dir", "tr", "--output", str(out)]
-        )
-        == 0
-    )
+    r = _variants("pipelines", "entangle", "baseline", "--seed", "2", "--training-dir", "tr", "--output", out)
+    assert r.exit_code == 0, r.output
     assert out.read_text(encoding="utf8").splitlines() == [
         f"entangle={Path('tr/entangle/seed2/model-best')}",
         f"baseline={Path('tr/baseline/seed2/model-best')}",
@@ -415,8 +428,6 @@ def _scores(f, p, r, per_type):
 def test_compare_over_seeds(tmp_path):
     """variants.py compare: one row per variant with metrics, in variants.yml's order, mean ±
     sample spread over its seeds, clean and noisy, the drop relative to the baseline's."""
-    import variants
-
     m = tmp_path / "metrics"
     for name, seeds in {
         "entangle": [(0.50, 0.40), (0.54, 0.42)],
@@ -442,7 +453,8 @@ def test_compare_over_seeds(tmp_path):
             }
         },
     )
-    assert variants.main(["compare", "--metrics-dir", str(m)]) == 0
+    r = _variants("compare", "--metrics-dir", m)
+    assert r.exit_code == 0, r.output
     table = (m / "compare.md").read_text()
     lines = [line for line in table.splitlines() if line.startswith("|")]
     assert lines[0] == (
@@ -460,8 +472,8 @@ def test_compare_over_seeds(tmp_path):
     png = (m / "compare.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
     # nothing to compare: a clear error
-    with pytest.raises(SystemExit, match="no metrics"):
-        variants.main(["compare", "--metrics-dir", str(tmp_path / "none")])
+    r = _variants("compare", "--metrics-dir", tmp_path / "none")
+    assert r.exit_code == 1 and "no metrics" in r.output
 
 
 def _seed_metrics(m: Path, name: str, pairs) -> None:
@@ -472,11 +484,9 @@ def _seed_metrics(m: Path, name: str, pairs) -> None:
             srsly.write_json(m / name / f"seed{seed}_dev_noise0.5.json", _scores(noisy, 0.5, 0.5, {}))
 
 
-def test_select_ships_the_best_mean_of_clean_and_noisy(tmp_path, capsys):
-    """`select` (issue 25): the best mean over seeds of (clean + noise-0.5 dev F1) / 2, not the
+def test_select_ships_the_best_mean_of_clean_and_noisy(tmp_path):
+    """`select`: the best mean over seeds of (clean + noise-0.5 dev F1) / 2, not the
     best clean F1; every candidate needs --min-seeds seeds with both figures."""
-    import variants
-
     m = tmp_path / "metrics"
     _seed_metrics(m, "entangle-grown", [(0.54, 0.35), (0.53, 0.34), (0.55, 0.36)])  # best clean: 44.5
     _seed_metrics(m, "entangle-char-grown", [(0.48, 0.42), (0.49, 0.41), (0.47, 0.43)])  # 45.0
@@ -484,25 +494,26 @@ def test_select_ships_the_best_mean_of_clean_and_noisy(tmp_path, capsys):
     _seed_metrics(m, "baseline", [(0.54, 0.34), (0.53, 0.35), (0.55, 0.33)])
     out = tmp_path / "selection.json"
     names = ["entangle-grown", "entangle-char-grown", "entangle-both-grown"]
-    assert variants.main(["select", *names, "--metrics-dir", str(m), "--output", str(out)]) == 0
+    r = _variants("select", *names, "--metrics-dir", m, "--output", out)
+    assert r.exit_code == 0, r.output
     chosen = json.loads(out.read_text())
     assert (chosen["chosen"], chosen["side"], chosen["char_encoder"]) == ("entangle-char-grown", "char", "grown")
     row = chosen["candidates"][1]
     assert row["seeds"] == [0, 1, 2] and row["dev_f1"] == [0.48, 0.01] and row["score"] == 0.45
     assert row["dev_f1_noise0.5"] == [0.42, 0.01] and row["drop_noise0.5"] == [0.06, 0.02]
     assert chosen["reference"]["name"] == "baseline" and chosen["reference"]["dev_f1"][0] == 0.54
-    assert "→ entangle-char-grown" in capsys.readouterr().out
+    assert "→ entangle-char-grown" in r.output
     # a candidate short of seeds (or of its noisy figures) is an error, not a silent pick
     (m / "entangle-both-grown" / "seed2_dev_noise0.5.json").unlink()
-    with pytest.raises(SystemExit, match="entangle-both-grown has 2 seed"):
-        variants.main(["select", *names, "--metrics-dir", str(m), "--output", str(out)])
+    r = _variants("select", *names, "--metrics-dir", m, "--output", out)
+    assert r.exit_code == 1 and "entangle-both-grown has 2 seed" in r.output
 
 
 def test_committed_selection_is_what_the_project_ships():
     """meta/selection.json (the 3-seed choice) and project.yml's ship_variant / char_encoder /
     char_dir name the same model, so `all` packages the measured winner, and the package's
     description says which variant it is and why."""
-    import variants
+    import _variants as variants
     from package_meta import variant_record
 
     selection = json.loads((PROJECT / "meta" / "selection.json").read_text(encoding="utf8"))
@@ -530,7 +541,7 @@ def test_variants_resume_and_retrain(tmp_path, monkeypatch):
     its old metrics go first; `evaluate` skips seeds that were never trained. (The training
     subprocess is replaced by one that records its command: the real run is the end-to-end
     test's.)"""
-    import variants
+    import variants_run
 
     calls = []
 
@@ -542,22 +553,22 @@ def test_variants_resume_and_retrain(tmp_path, monkeypatch):
         Path(cmd[2]).write_text(json.dumps({"command": cmd[5:]}))
         return subprocess.CompletedProcess(cmd, 0)
 
-    monkeypatch.setattr(variants.subprocess, "run", fake_run)
+    monkeypatch.setattr(variants_run.subprocess, "run", fake_run)
     monkeypatch.setattr(
-        variants,
+        variants_run,
         "evaluate",
         lambda model, sets, outputs, gpu: [srsly.write_json(outputs[k], {"ents_f": 0.5}) for k in sets],
     )
     monkeypatch.chdir(tmp_path)
     args = ["train", "baseline", "--seeds", "0,1", "--max-steps", "5"]
-    assert variants.main(args) == 0 and len(calls) == 2
+    assert _variants(*args).exit_code == 0 and len(calls) == 2
     assert Path("metrics/baseline/seed1_dev.json").exists()
-    assert variants.main(args) == 0 and len(calls) == 2  # done: nothing re-runs
+    assert _variants(*args).exit_code == 0 and len(calls) == 2  # done: nothing re-runs
     srsly.write_json(Path("metrics/baseline/seed1_dev_noise0.5.json"), {"ents_f": 0.1})
-    assert variants.main(args[:-1] + ["6"]) == 0 and len(calls) == 4  # another budget: retrained
+    assert _variants(*args[:-1], "6").exit_code == 0 and len(calls) == 4  # another budget: retrained
     assert not Path("metrics/baseline/seed1_dev_noise0.5.json").exists()  # its stale metrics gone
-    assert variants.main(args[:-1] + ["6", "--force"]) == 0 and len(calls) == 6
-    assert variants.main(["evaluate", "entangle", "--seeds", "0"]) == 0 and len(calls) == 6
+    assert _variants(*args[:-1], "6", "--force").exit_code == 0 and len(calls) == 6
+    assert _variants("evaluate", "entangle", "--seeds", "0").exit_code == 0 and len(calls) == 6
 
 
 # ---------------------------------------------------------------------------- slow
@@ -581,7 +592,7 @@ def test_wnut_project_end_to_end(tmp_path):
         if command == "corpus":
             assert "48 docs" in out and "16 docs" in out and "skipped (no" in out  # no test.conll
     assert (project / "backbones" / "tiny-bert").is_dir() and (project / "backbones" / "tiny-canine").is_dir()
-    # the grown char encoder (issue 25): the tiny BERT's one layer under a trained front end
+    # the grown char encoder: the tiny BERT's one layer under a trained front end
     grown = json.loads((project / "backbones" / "grown" / "config.json").read_text())
     assert grown["model_type"] == "entangle-grown" and grown["hidden_size"] == 32
     assert grown["spacy_entangle_note"].startswith("pretrained by")
@@ -657,7 +668,7 @@ def test_wnut_project_end_to_end(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert "5 ['corporation', 'creative-work', 'group', 'location', 'person', 'product']" in r.stdout
-    # spaCy's own tools on the packaged pipeline (issue 24): `benchmark speed` by name, and
+    # spaCy's own tools on the packaged pipeline: `benchmark speed` by name, and
     # `debug model` on its config (the backbones back in place: debug model builds from config)
     aside.rename(project / "backbones")
     dev = str(project / "corpus" / "dev.spacy")

@@ -292,6 +292,11 @@ def test_foreach(tmp_path):
     )
     assert r.returncode == 3 and log.read_text() == "a" and "a failed with exit code 3" in r.stderr
     assert _script("foreach.py", "swa").returncode != 0  # no command
+    # the command's own `--` (variants.py train-one ... -- EXTRA) and options reach it untouched
+    log.unlink()
+    echo = f"import sys; open({str(log)!r}, 'w').write(' '.join(sys.argv[1:]))"
+    r = _script("foreach.py", "swa", "--", "python", "-c", echo, "--", "--all", "{lang}")
+    assert r.returncode == 0 and log.read_text() == "-- --all swa", r.stderr
 
 
 def _scores(**kw):

@@ -9,10 +9,12 @@ Each row NAME=PREFIX reads, from the metrics folder:
 Default rows: entangle=entangle, char-only=charonly.
 """
 
-import argparse
 import json
 import sys
 from pathlib import Path
+from typing import List, Optional
+
+import typer
 
 
 def read(path):
@@ -23,21 +25,25 @@ def pct(x):
     return "-" if x is None else f"{100 * x:.2f}"
 
 
-def main(argv):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--metrics-dir", type=Path, default=Path("metrics"))
-    p.add_argument("--row", action="append", default=None, help="NAME=PREFIX (repeatable)")
-    p.add_argument("--output", type=Path, default=None)
-    args = p.parse_args(argv)
-    rows = [r.split("=", 1) for r in (args.row or ["entangle=entangle", "char-only=charonly"])]
+def main(
+    metrics_dir: Path = typer.Option(Path("metrics"), "--metrics-dir"),
+    row: Optional[List[str]] = typer.Option(
+        None, "--row", help="NAME=PREFIX (repeatable; default: entangle=entangle, char-only=charonly)"
+    ),
+    output: Optional[Path] = typer.Option(None, "--output", help="default: METRICS_DIR/compare.md"),
+) -> None:
+    """One table of character accuracy (All, MIX) for the trained models (markdown)."""
+    rows = [r.split("=", 1) for r in (row or ["entangle=entangle", "char-only=charonly"])]
+    if any(len(r) != 2 or not all(r) for r in rows):
+        raise typer.BadParameter("takes NAME=PREFIX", param_hint="--row")
     found, notes = [], []
     for name, prefix in rows:
-        dev = read(args.metrics_dir / f"{prefix}_dev.json")
+        dev = read(metrics_dir / f"{prefix}_dev.json")
         if dev is None:
             notes.append(f"{name}: no {prefix}_dev.json (not trained/evaluated), left out")
             continue
-        test = read(args.metrics_dir / f"{prefix}_test.json")
-        time = read(args.metrics_dir / f"train_time_{prefix}.json")
+        test = read(metrics_dir / f"{prefix}_test.json")
+        time = read(metrics_dir / f"train_time_{prefix}.json")
         found.append((name, dev, test, time))
     if not found:
         sys.exit("✘ no metrics to compare: " + "; ".join(notes))
@@ -66,13 +72,12 @@ def main(argv):
             f"All: {100 * (a[1]['char_acc'] - b[1]['char_acc']):+.2f} points",
         ]
     text += [f"\n_{n}_" for n in notes]
-    out = args.output or args.metrics_dir / "compare.md"
+    out = output or metrics_dir / "compare.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(text) + "\n", encoding="utf-8")
     print("\n".join(text))
     print(f"✔ saved {out}")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    typer.run(main)

@@ -9,12 +9,11 @@ characters hold more than one label), char_acc_per_label, and how many character
 mixed words each is computed on.
 """
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
 import spacy
+import typer
 from spacy.training import Corpus
 
 
@@ -35,37 +34,36 @@ def count(examples):
     return {"n_chars": n_chars, "n_mix_chars": n_mix_chars, "n_mix_words": n_mix_words}
 
 
-def main(argv):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("model")
-    p.add_argument("data", type=Path)
-    p.add_argument("output", type=Path)
-    p.add_argument("--gpu-id", type=int, default=-1)
-    args = p.parse_args(argv)
-    if args.gpu_id >= 0:
-        spacy.require_gpu(args.gpu_id)
-    nlp = spacy.load(args.model)
-    examples = list(Corpus(args.data)(nlp))
+def main(
+    model: str = typer.Argument(..., help="the trained pipeline"),
+    data: Path = typer.Argument(..., help="the .spacy corpus"),
+    output: Path = typer.Argument(..., help="the JSON scores"),
+    gpu_id: int = typer.Option(-1, "--gpu-id"),
+) -> None:
+    """Character accuracy of a trained char_tagger pipeline on a .spacy corpus."""
+    if gpu_id >= 0:
+        spacy.require_gpu(gpu_id)
+    nlp = spacy.load(model)
+    examples = list(Corpus(data)(nlp))
     scores = nlp.evaluate(examples)
     result = {key: scores.get(key) for key in ("char_acc", "char_acc_mix", "char_acc_per_label", "speed")}
     result.update(count(examples))
-    result.update({"model": str(args.model), "data": str(args.data)})
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    result.update({"model": str(model), "data": str(data)})
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
     def pct(x):
         return "-" if x is None else f"{100 * x:.2f}"
 
-    print(f"{args.model} on {args.data}:")
+    print(f"{model} on {data}:")
     print(f"  All  {pct(result['char_acc'])}  ({result['n_chars']} characters)")
     print(
         f"  MIX  {pct(result['char_acc_mix'])}  ({result['n_mix_chars']} characters in {result['n_mix_words']} mixed words)"
     )
     for label, acc in (result["char_acc_per_label"] or {}).items():
         print(f"  {label:<10} {pct(acc)}")
-    print(f"✔ saved {args.output}")
-    return 0
+    print(f"✔ saved {output}")
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    typer.run(main)

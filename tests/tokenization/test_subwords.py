@@ -1,0 +1,75 @@
+"""Subword specials (tokenization/subwords.py): the post-processor's, the rule of the first
+saves, the record a saved model keeps; tokenizer_config.json that transformers 4 and 5 read."""
+
+import json
+
+import pytest
+from transformers import AutoTokenizer
+
+from spacy_entangle.backbone_dirs import make_random_subword
+from spacy_entangle.tokenization.subwords import (
+    legacy_special_ids,
+    make_portable,
+    portable_tokenizer_config,
+    recorded_special_ids,
+    special_ids,
+    specials_record,
+)
+
+
+@pytest.fixture(scope="module")
+def generic_dir(tmp_path_factory):
+    return make_random_subword(
+        tmp_path_factory.mktemp("generic"), kind="generic", layers=1, width=32, heads=2, vocab_size=300
+    )
+
+
+def test_a_generic_fast_tokenizer_has_post_processor_specials_but_no_legacy_ones(generic_dir):
+    """The case where the two rules disagree: [CLS] x [SEP] from the template, none from
+    transformers 4's build_inputs_with_special_tokens (and the same answer under 5.x)."""
+    tok = AutoTokenizer.from_pretrained(generic_dir)
+    assert type(tok).__name__ in ("PreTrainedTokenizerFast", "TokenizersBackend")
+    before, after = special_ids(tok)
+    assert tok.convert_ids_to_tokens(list(before + after)) == ["[CLS]", "[SEP]"]
+    assert legacy_special_ids(tok) == ((), ())
+
+
+@pytest.mark.parametrize("name", ["bert_dir", "roberta_dir"])
+def test_model_classes_have_the_same_specials_under_both_rules(name, request):
+    tok = AutoTokenizer.from_pretrained(request.getfixturevalue(name))
+    assert legacy_special_ids(tok) == special_ids(tok)
+    assert len(special_ids(tok)[0]) == len(special_ids(tok)[1]) == 1
+
+
+def test_the_record_round_trips_and_is_checked(bert_dir):
+    tok = AutoTokenizer.from_pretrained(bert_dir)
+    before, after = special_ids(tok)
+    record = json.loads(json.dumps(specials_record(before, after, tok)))
+    assert record["before_pieces"] == ["[CLS]"] and record["after_pieces"] == ["[SEP]"]
+    assert recorded_special_ids(record, tok) == (before, after)
+    assert recorded_special_ids({"before": [], "after": []}, tok) == ((), ())
+    with pytest.raises(ValueError, match="outside the saved tokenizer's / encoder's vocabulary \\(size 50\\)"):
+        recorded_special_ids(record, tok, vocab_size=50)
+    with pytest.raises(ValueError, match="maps those ids to"):
+        recorded_special_ids(dict(record, after_pieces=["[PAD]"]), tok)
+
+
+def _config(**values) -> bytes:
+    return json.dumps(values).encode("utf8")
+
+
+def test_portable_tokenizer_config():
+    generic = portable_tokenizer_config(_config(tokenizer_class="TokenizersBackend", backend="tokenizers"))
+    assert json.loads(generic) == {"tokenizer_class": "PreTrainedTokenizerFast", "backend": "tokenizers"}
+    for kept in (_config(tokenizer_class="BertTokenizer"), _config(model_max_length=512), b"not json", b"[1]"):
+        assert portable_tokenizer_config(kept) == kept
+
+
+def test_backbone_dirs_are_written_portable(generic_dir, tmp_path):
+    assert json.loads((generic_dir / "tokenizer_config.json").read_text())["tokenizer_class"] == (
+        "PreTrainedTokenizerFast"
+    )
+    (tmp_path / "tokenizer_config.json").write_bytes(_config(tokenizer_class="TokenizersBackend"))
+    make_portable(tmp_path)
+    assert json.loads((tmp_path / "tokenizer_config.json").read_text())["tokenizer_class"] == "PreTrainedTokenizerFast"
+    make_portable(tmp_path / "missing")  # no tokenizer_config.json: nothing to do
