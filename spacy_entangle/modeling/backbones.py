@@ -1,3 +1,13 @@
+"""Loading the two Hugging Face encoders: by hub name, by local directory, or
+from a stored config (the spacy.load path, which must never touch the network
+and never runs remote code).
+
+transformers is imported inside the functions: importing it costs ~3.5 s (its auto classes
+pull in torch's compiler stack and scikit-learn), and spaCy imports this package to find its
+factories, so `spacy train`, `spacy.load` and every CLI call would pay it before any work.
+A name that can only be a local path, or any name the cache lacks while offline, fails before
+that import (``check_findable``)."""
+
 import os
 import re
 from pathlib import Path

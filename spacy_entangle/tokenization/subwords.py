@@ -90,14 +90,21 @@ class SubwordSpec:
         return out
 
     def with_specials(self, ids: numpy.ndarray) -> numpy.ndarray:
-        """The window's pieces between the tokenizer's specials ([CLS] ids [SEP])."""
-        return numpy.concatenate(
+        """The window's pieces between the tokenizer's specials ([CLS] ids [SEP]). A window
+        with neither (a whitespace-only text under a tokenizer that adds no specials) gets one
+        placeholder piece, the unknown piece (else the pad id), attended: an encoder cannot run
+        on an empty sequence, and the window's tokens need a row to read."""
+        out = numpy.concatenate(
             [
                 numpy.asarray(self.before, dtype="int64"),
                 numpy.asarray(ids, dtype="int64"),
                 numpy.asarray(self.after, dtype="int64"),
             ]
         )
+        if len(out) == 0:
+            unk = getattr(self.tokenizer, "unk_token_id", None)
+            out = numpy.asarray([self.pad_id if unk is None else unk], dtype="int64")
+        return out
 
 
 def special_ids(tokenizer: Any) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:

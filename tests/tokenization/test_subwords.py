@@ -73,3 +73,35 @@ def test_backbone_dirs_are_written_portable(generic_dir, tmp_path):
     make_portable(tmp_path)
     assert json.loads((tmp_path / "tokenizer_config.json").read_text())["tokenizer_class"] == "PreTrainedTokenizerFast"
     make_portable(tmp_path / "missing")  # no tokenizer_config.json: nothing to do
+
+
+@pytest.fixture(scope="module")
+def no_specials_dir(tmp_path_factory, generic_dir):
+    """The generic tokenizer without its post-processor: it adds no special pieces at all."""
+    import shutil
+
+    out = tmp_path_factory.mktemp("no_specials") / "sub"
+    shutil.copytree(generic_dir, out)
+    data = json.loads((out / "tokenizer.json").read_text(encoding="utf8"))
+    data["post_processor"] = None
+    (out / "tokenizer.json").write_text(json.dumps(data), encoding="utf8")
+    return out
+
+
+def test_a_whitespace_doc_under_a_tokenizer_without_specials_is_predicted(canine_dir, no_specials_dir):
+    """No pieces and no specials used to give the encoder an empty sequence (IndexError in
+    the pooler); the window now holds one placeholder piece, and a whitespace doc's vectors
+    do not depend on the batch it is in."""
+    import numpy
+    from _pipelines import build, train
+
+    nlp = build(canine_dir, no_specials_dir, components=("ner", "tagger", "textcat"))
+    train(nlp, 2)
+    assert special_ids(nlp.get_pipe("entangle").model.shims[0].subwords.tokenizer) == ((), ())
+    texts = ["   ", " \n ", "", "@john went to Paris!!!"]
+    alone = [nlp(t) for t in texts]
+    batched = list(nlp.pipe(texts, batch_size=4))
+    for a, b in zip(alone, batched):
+        assert not a.ents and len(a) == len(b)
+        numpy.testing.assert_allclose(a._.entangle.subword, b._.entangle.subword, atol=1e-5)
+    assert len(alone[0]._.entangle.token_vectors("subword")) == len(alone[0])
