@@ -146,7 +146,7 @@ def test_a_pretrained_char_encoder_card_carries_the_header(tmp_path):
     assert "distillation" not in header["tags"]
 
 
-# -- the transformers range (issue 22, item 10) ------------------------------------------------
+# -- the transformers range: one range, checked on import ------------------------------------------------
 
 
 def test_the_installed_transformers_is_in_the_tested_range():
@@ -200,7 +200,7 @@ def test_import_refuses_a_transformers_outside_the_range(tmp_path):
 
 @pytest.mark.parametrize("subword", ["bert_dir", "roberta_dir"])
 def test_the_installed_transformers_builds_trains_saves_and_loads(subword, canine_dir, request, tmp_path):
-    """Issue 22's done-when, in-process: with whatever transformers is installed (the core
+    """The promise of a plain install, in-process: with whatever transformers is installed (the core
     suite: the newest 5.x a plain `pip install spacy-entangle` gets), a pipeline builds,
     trains, saves, and loads with the same predictions."""
     import numpy

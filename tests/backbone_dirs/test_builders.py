@@ -300,7 +300,7 @@ def test_model_cards_carry_the_hugging_face_metadata_header(canine_dir, minilm_d
     )
 
 
-# -- a plain install, without the MiniLM package (issue 22, item 13) --------------------------
+# -- a plain install, without the MiniLM package --------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The `entangle` component's state and outputs (issue 22: 1, 3, 4, 5, 6, 9, 12): what a
+"""The `entangle` component's state and outputs: what a
 doc keeps, which listeners are read for, which settings a loaded pipeline follows."""
 
 import warnings

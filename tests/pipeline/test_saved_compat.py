@@ -1,4 +1,4 @@
-"""Pipelines saved before issue 23's refactor still load, with identical outputs: a tiny
+"""Pipelines saved before the layers/pipeline refactor (663406e) still load, with identical outputs: a tiny
 pipeline saved with the code of 663406e (tests/fixtures/tiny/make_pipeline_663406e.py)
 is loaded with today's code and must give the entities, tags and per-token states it gave
 then."""

@@ -174,7 +174,7 @@ def test_alignment_random_unicode(specs, text):
         _check(doc, windows, align, sub, chars)
 
 
-# -- tokens whose pieces lie in a neighbouring window (issue 22, item 9) ----------------------
+# -- tokens whose pieces lie in a neighbouring window ----------------------
 
 
 def _row_offsets(windows, sub):
@@ -232,7 +232,7 @@ def test_tokens_read_only_their_own_pieces_across_windows(specs, text):
             _assert_tokens_read_their_own_pieces(doc, windows, align, sub)
 
 
-# -- specials from the tokenizer's post-processor (issue 22, item 10: transformers 5) ---------
+# -- specials from the tokenizer's post-processor (transformers 5 has no build_inputs_with_special_tokens) ---------
 
 
 def _generic_fast_tokenizers(roberta_dir):
