@@ -31,7 +31,7 @@ $(BIN)/.installed: setup.cfg
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q "torch==$(TORCH_VERSION)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
-	$(BIN)/pip install -q -e ".[test,project,ray]"
+	$(BIN)/pip install -q -e ".[test,project,ray,onnx]"
 	touch $@
 
 venv: $(BIN)/.installed

@@ -1,10 +1,11 @@
-"""What `inference = "int8"` costs in accuracy on a trained pipeline: its scores in fp32 and
-in int8 on each corpus, side by side, with the difference. `--keep-float PREFIX` also keeps
-the modules under PREFIX (names inside the entangle model, e.g. `char_encoder.words.`) in
-float: a what-if, to see which layers int8 may quantize.
+"""What an opt-in `inference` mode (default: `int8`; `--modes int8 onnx onnx-int8 bf16`) costs
+in accuracy on a trained pipeline: its scores in fp32 and in each mode on each corpus, side by
+side, with the difference. `--keep-float PREFIX` also keeps the modules under PREFIX (names
+inside the entangle model, e.g. `char_encoder.words.` or `subword_encoder.`) in float in int8
+and onnx-int8: a what-if, to see which layers int8 may quantize.
 
     OMP_NUM_THREADS=1 python benchmarks/int8_accuracy.py PIPELINE CORPUS.spacy [CORPUS.spacy ...]
-        [--keep-float char_encoder.words.] [--output int8.json]
+        [--modes int8 onnx-int8] [--keep-float char_encoder.words.] [--output int8.json]
 """
 
 import argparse
@@ -34,6 +35,8 @@ def main(argv: List[str]) -> int:
     parser.add_argument("pipeline", type=Path)
     parser.add_argument("corpora", type=Path, nargs="+")
     parser.add_argument("--keep-float", action="append", default=[], metavar="PREFIX")
+    choices = [m for m in inference.INFERENCE_MODES if m != "fp32"]
+    parser.add_argument("--modes", nargs="+", choices=choices, default=["int8"], help="the modes scored against fp32")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
     missing = [str(p) for p in [args.pipeline, *args.corpora] if not p.exists()]
@@ -42,15 +45,18 @@ def main(argv: List[str]) -> int:
         return 1
     if args.keep_float:
         inference.FLOAT_PREFIXES = (*inference.FLOAT_PREFIXES, *args.keep_float)
+        inference.ONNX_INT8_FLOAT_PREFIXES = (*inference.ONNX_INT8_FLOAT_PREFIXES, *args.keep_float)
     fp32 = scores(args.pipeline, args.corpora, "fp32")
-    int8 = scores(args.pipeline, args.corpora, "int8")
+    by_mode = {mode: scores(args.pipeline, args.corpora, mode) for mode in args.modes}
     print(f"float in int8: {', '.join(inference.FLOAT_PREFIXES)} and what modules declare (int8_keep_float)")
-    print(f"{'corpus':<28} {'fp32':>7} {'int8':>7} {'int8 - fp32':>12}")
-    for name in fp32:
-        print(f"{name:<28} {100 * fp32[name]:7.2f} {100 * int8[name]:7.2f} {100 * (int8[name] - fp32[name]):+12.2f}")
+    print(f"float in onnx-int8: {', '.join(inference.ONNX_INT8_FLOAT_PREFIXES) or 'nothing'}")
+    for mode, got in by_mode.items():
+        print(f"{'corpus':<28} {'fp32':>7} {mode:>9} {mode + ' - fp32':>16}")
+        for name in fp32:
+            print(f"{name:<28} {100 * fp32[name]:7.2f} {100 * got[name]:9.2f} {100 * (got[name] - fp32[name]):+16.2f}")
     if args.output:
         record = {"pipeline": str(args.pipeline), "float_in_int8": list(inference.FLOAT_PREFIXES)}
-        args.output.write_text(json.dumps({**record, "fp32": fp32, "int8": int8}, indent=2) + "\n", encoding="utf8")
+        args.output.write_text(json.dumps({**record, "fp32": fp32, **by_mode}, indent=2) + "\n", encoding="utf8")
     return 0
 
 

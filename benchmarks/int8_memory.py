@@ -61,7 +61,7 @@ def main() -> None:
     list(nlp.pipe(TEXTS))
     gc.collect()
     after = rss_mib()
-    extra = sum(v for k, v in tensor_bytes(shim._int8_model).items() if k not in fp32)
+    extra = sum(v for k, v in tensor_bytes(shim._fast_model).items() if k not in fp32)
     print(
         f"fp32 model tensors {sum(fp32.values()) / 2**20:.1f} MiB; the int8 copy adds {extra / 2**20:.1f} MiB "
         f"of tensors; RSS {before:.0f} MiB -> {after:.0f} MiB with int8 (+{after - before:.0f})"

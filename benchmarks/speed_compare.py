@@ -12,6 +12,14 @@ variant not trained) is skipped with a note.
 
 --modes times each pipeline with an `entangle` component once per inference mode (named
 NAME@MODE after the first), all in the same interleaved rounds; other pipelines run once.
+--agreement then compares each NAME@MODE with NAME on the same docs: the share of docs with
+the same predictions (entities, tags, categories) and the largest difference of the entangle
+states per side (what a mode changes, where no gold data or trained head is at hand). The
+CPU engines, the baseline first, one thread (OMP_NUM_THREADS=1 and --threads 1):
+
+    OMP_NUM_THREADS=1 python benchmarks/speed_compare.py --data ../shared/data/wnut17/dev.conll \
+        --limit 600 --threads 1 --modes fp32 int8 bf16 onnx onnx-int8 --agreement \
+        --pipelines baseline=BASELINE_DIR entangle=ENTANGLE_DIR
 """
 
 import argparse
@@ -21,7 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import spacy
 from spacy.language import Language
-from speed_data import Text, n_words, read_sentences, texts_of
+from speed_data import Text, make_docs, n_words, read_sentences, texts_of
 from speed_timing import best_seconds, environment, print_table, save, use_device
 
 from spacy_entangle.modeling.inference import INFERENCE_MODES
@@ -50,6 +58,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         choices=INFERENCE_MODES,
         default=["fp32"],
         help="the inference modes of the pipelines with an entangle component (the first keeps NAME)",
+    )
+    p.add_argument(
+        "--agreement", action="store_true", help="compare each NAME@MODE's predictions and states with NAME's"
     )
     p.add_argument("--output", type=Path, default=None, help="JSON file for every figure")
     args = p.parse_args(argv)
@@ -112,6 +123,7 @@ def part_pipelines(specs: Sequence[Tuple[str, Path]], texts: List[Text], args) -
         paths.update({key: str(path) for key in loaded})
     if not pipes:
         raise SystemExit("speed_compare.py: none of the --pipelines exists")
+    args.pipes = pipes  # for --agreement
     best = best_seconds(pipes, texts, args.repeats, args.batch_size)
     words = n_words(texts)
     reference = next(iter(pipes))
@@ -143,6 +155,66 @@ def part_pipelines(specs: Sequence[Tuple[str, Path]], texts: List[Text], args) -
     }
 
 
+def _predicted(nlp: Language, texts: List[Text], batch_size: int) -> List[Any]:
+    """The docs as ``nlp`` predicts them, with the entangle states kept (store_output)."""
+    entangles = entangle_names(nlp)
+    before = {e: nlp.get_pipe(e).cfg.get("store_output") for e in entangles}
+    for e in entangles:
+        nlp.get_pipe(e).cfg["store_output"] = True
+    try:
+        return list(nlp.pipe(make_docs(nlp, texts), batch_size=batch_size))
+    finally:
+        for e, value in before.items():
+            nlp.get_pipe(e).cfg["store_output"] = value
+
+
+def _prediction(doc: Any) -> Tuple[Any, ...]:
+    cats = max(doc.cats, key=doc.cats.get) if doc.cats else None
+    return tuple((e.start, e.end, e.label_) for e in doc.ents), tuple(t.tag_ for t in doc), cats
+
+
+def _max_diff(a: List[Any], b: List[Any], side: str) -> Optional[float]:
+    diffs = [
+        float(abs(x - y).max())
+        for x, y in ((getattr(d._.entangle, side), getattr(e._.entangle, side)) for d, e in zip(a, b))
+        if x is not None and y is not None and len(x)
+    ]
+    return max(diffs) if diffs else None
+
+
+def part_agreement(pipes: Dict[str, Language], texts: List[Text], batch_size: int) -> Dict[str, Any]:
+    """Each NAME@MODE against NAME (its first mode) on the same docs: the share of docs with
+    the same predictions, and the largest |difference| of the entangle states per side."""
+    out: Dict[str, Any] = {}
+    reference: Dict[str, List[Any]] = {}
+    for name, nlp in pipes.items():
+        base = name.split("@")[0]
+        if base == name or base not in pipes:
+            continue
+        if base not in reference:
+            reference[base] = _predicted(pipes[base], texts, batch_size)
+        docs = _predicted(nlp, texts, batch_size)
+        same = sum(_prediction(a) == _prediction(b) for a, b in zip(reference[base], docs))
+        out[name] = {
+            "same_predictions": round(same / len(docs), 4),
+            **{f"max_diff_{side}": _max_diff(reference[base], docs, side) for side in ("subword", "char")},
+        }
+    if out:
+
+        def cell(value: Optional[float]) -> str:
+            return "n/a" if value is None else f"{value:.2g}"
+
+        print_table(
+            f"agreement with each pipeline's first mode ({len(texts)} docs)",
+            ["pipeline", "same predictions", "max |diff| subword", "max |diff| char"],
+            [
+                [n, f"{100 * r['same_predictions']:.1f}%", cell(r["max_diff_subword"]), cell(r["max_diff_char"])]
+                for n, r in out.items()
+            ],
+        )
+    return out
+
+
 def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     device = use_device(args.gpu_id, args.threads)
@@ -151,6 +223,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         "settings": {"data": str(args.data), "limit": args.limit, **environment(device)},
         "pipelines": part_pipelines(args.pipelines, texts, args),
     }
+    if args.agreement:
+        results["agreement"] = part_agreement(args.pipes, texts, args.batch_size)
     return save(results, args.output)
 
 

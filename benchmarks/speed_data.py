@@ -130,17 +130,18 @@ def entangle_name(model_dir: Path) -> str:
 
 
 def load_modes(model_dir: Path, batch_size: int) -> Tuple[Dict[str, Language], Dict[str, str]]:
-    """The pipeline at ``model_dir`` once per inference mode, warmed up (the int8 copy is
-    made on the first prediction); modes that cannot run here map to their reason."""
+    """The pipeline at ``model_dir`` once per inference mode, warmed up (the int8 copy and
+    the ONNX graphs are made on the first prediction); modes that cannot run here map to
+    their reason."""
     name = entangle_name(model_dir)
     pipes: Dict[str, Language] = {}
     skipped: Dict[str, str] = {}
     for mode in MODES:
-        nlp = spacy.load(model_dir, config={"components": {name: {"inference": mode}}})
-        try:
+        try:  # a mode whose packages are missing (onnx: onnxruntime) is skipped with its reason
+            nlp = spacy.load(model_dir, config={"components": {name: {"inference": mode}}})
             warm_up = [Doc(nlp.vocab, words=["Warm", "up", "on", "Paris", "."]) for _ in range(2)]
             list(nlp.pipe(warm_up, batch_size=batch_size))
-        except (ValueError, RuntimeError) as err:
+        except (ValueError, RuntimeError, ImportError) as err:
             if mode == "fp32":
                 raise
             skipped[mode] = str(err).splitlines()[0]

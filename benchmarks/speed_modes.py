@@ -1,5 +1,7 @@
 """Part 1 of speed.py: words/s of the `entangle` component in each inference mode (fp32,
-and the opt-in int8 / bf16) and of the spacy-transformers baseline, with their ratios."""
+and the opt-in ones: int8, bf16, onnx, onnx-int8; modeling/inference.py's INFERENCE_MODES)
+and of the spacy-transformers baseline, with their ratios, side by side in one process. A
+trained pipeline in every mode against a trained baseline: speed_compare.py --modes."""
 
 from typing import Any, Dict, List
 

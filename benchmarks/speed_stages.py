@@ -1,13 +1,23 @@
 """Part 4 of speed.py: where an entangle prediction spends its time (the torch.profiler
 labels entangle.prepare / subword_encoder / char_encoder / coattention) and the downstream
-listener + components."""
+listener + components.
 
+Alone, it profiles the shipped-shaped pipeline (configs/ner_cpu.cfg with a grown char
+encoder, m = 1, NER on side "both"; made in WORKDIR as benchmarks/long_docs.py makes it) on
+--limit dev tweets, or on one doc of --doc-chars characters (the tweets joined):
+
+    OMP_NUM_THREADS=1 python benchmarks/speed_stages.py WORKDIR --data ../shared/data/wnut17/dev.conll --limit 500
+    OMP_NUM_THREADS=1 python benchmarks/speed_stages.py WORKDIR --data ... --doc-chars 100000
+"""
+
+import argparse
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
-from speed_data import Text, make_docs, n_words
-from speed_timing import print_table, sync
+from speed_data import Text, long_texts, make_docs, n_words, read_sentences, texts_of
+from speed_timing import environment, print_table, save, sync, use_device
 
 STAGES = (
     ("tokenization + alignment", "entangle.prepare"),
@@ -76,3 +86,33 @@ def profile_labels(run, gpu: bool) -> Tuple[float, Dict[str, Optional[float]]]:
             ms = max(event.cpu_time_total, device_us) / 1000
             label_ms[event.key] = max(label_ms[event.key] or 0.0, ms)
     return seconds, label_ms
+
+
+def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    import spacy
+    from long_docs import make_pipelines
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("workdir", type=Path, help="where the pipelines are made (kept for later runs)")
+    p.add_argument("--data", type=Path, required=True, help="CoNLL file or .spacy corpus")
+    p.add_argument("--limit", type=int, default=500, help="dev sentences profiled (0 = all)")
+    p.add_argument("--doc-chars", type=int, default=0, help="one doc of this many chars instead (0 = the tweets)")
+    p.add_argument("--char", type=Path, default=None, help="char backbone dir (default: a grown one, made here)")
+    p.add_argument("--subword", type=Path, default=None, help="subword backbone dir (default: MiniLM-L6)")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--gpu-id", type=int, default=-1)
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    p.add_argument("--output", type=Path, default=None, help="JSON file for every figure")
+    args = p.parse_args(argv)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    device = use_device(args.gpu_id, args.threads)
+    sents = read_sentences(args.data, 0 if args.doc_chars else args.limit)
+    texts = long_texts(sents, args.doc_chars, args.doc_chars) if args.doc_chars else texts_of(sents)
+    args.pipelines = "entangle"
+    nlp = spacy.load(make_pipelines(args)["entangle"])
+    print(f"{len(texts)} docs, {n_words(texts):,} words; {device}, {environment(device)['torch_threads']} thread(s)")
+    return save({"stages": part_stages(nlp, texts, args), **environment(device)}, args.output)
+
+
+if __name__ == "__main__":
+    main()

@@ -52,6 +52,8 @@ def EntangleListener_v1(
     sides = side_names(side)
     listener = EntangleListener(upstream, sides)
     pool = entangle_pool(side, pooling or reduce_first(), grad_factor)
+    # the rows it reads: a prediction keeps only those (layers/entangle_model.py, keep_rows)
+    listener.attrs["rows"] = "first" if pool.layers[0].name == "reduce_first" else "tokens"
     model: Model[List[Doc], List[Floats2d]] = chain(listener, pool)
     model.set_ref("listener", listener)
     return model

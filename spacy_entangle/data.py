@@ -38,6 +38,9 @@ class EntangleData:
     char: (n_char_rows, width) states of every window's characters, specials included.
     Either is None when no listener reads that side (it was not computed).
     align: where each spaCy token reads its rows on each side.
+    A prediction whose output is not kept on the doc (store_output = false) holds only the
+    rows its listeners read (each token's rows, or its first row: the entangle model's
+    ``keep_rows``), with ``align`` indexing those and no ``window_rows``.
     """
 
     subword: Optional[Floats2d]

@@ -3,9 +3,18 @@
 Windows from all docs of a batch are sorted by length and run in chunks of at
 most ``max_batch_chars`` padded characters, so one long doc never dominates a
 batch and short docs are not padded to its length.
+
+At prediction, ``attrs["keep_rows"]`` (set by the `entangle` component from what its
+listeners read) may ask for fewer rows than every window's states: "tokens" keeps each
+token's rows, "first" each token's first row. Each chunk's rows are then gathered into
+the docs' outputs as soon as it has run, and its full states freed: memory is bounded by
+a chunk, not by the document (a 1M-character doc held every window's states twice).
 """
 
+import ctypes
+import ctypes.util
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy
@@ -16,13 +25,17 @@ from thinc.types import Floats2d, Floats3d
 
 from ..data import SIDES, EntangleData
 from ..tokenization import WindowInput, WindowSettings, prepare_docs
-from ..tokenization.alignment import DocAlignment
+from ..tokenization.alignment import DocAlignment, KeptRows
 from ..tokenization.windows import configure_windows
 from .replace import replace_listener, replace_listener_cfg
 from .settings import EntangleSettings
 from .shim import NOT_INITIALIZED, EntangleShim
 
 CHUNK_SPREAD = 1.25  # longest / shortest padded window in one chunk
+# which rows of each window a prediction keeps: what the listeners read ("first": each
+# token's first row, "tokens": all its rows) or every row ("all": the states as computed)
+KEEP_ROWS = ("all", "tokens", "first")
+LONG_BATCH = 4  # chunks' worth of characters from which a prediction returns freed memory per chunk
 
 
 def EntangleModel(
@@ -40,6 +53,7 @@ def EntangleModel(
             "sides": SIDES,
             "replace_listener": replace_listener,
             "replace_listener_cfg": replace_listener_cfg,
+            "keep_rows": "all",
         },
     )
 
@@ -119,6 +133,11 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Entangl
         # the shim's settings: those of the config loaded with (model.attrs are the saved ones)
         chunks = _chunks(windows, shim.settings.max_batch_chars, chars.padded_length)
     keep_maps = shim.store_attention and not is_train
+    keep_rows = model.attrs.get("keep_rows", "all")
+    if keep_rows not in KEEP_ROWS:
+        raise ValueError(f"keep_rows must be one of {', '.join(map(repr, KEEP_ROWS))}, got {keep_rows!r}")
+    if not is_train and not keep_maps and keep_rows != "all":
+        return _predict_kept(model, shim, windows, aligns, chunks, need, keep_rows), _no_backprop
     rows: Dict[str, List[Any]] = {side: [None] * len(windows) for side in SIDES}
     maps: List[Optional[WindowAttention]] = [None] * len(windows)
     ran: List[_Chunk] = []
@@ -140,6 +159,83 @@ def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Entangl
     return outputs, backprop
 
 
+def _no_backprop(d_outputs: List[EntangleData]) -> List[Doc]:
+    return []
+
+
+def _predict_kept(
+    model: Model,
+    shim: EntangleShim,
+    windows: Sequence[WindowInput],
+    aligns: Sequence[DocAlignment],
+    chunks: List[List[int]],
+    need: Sequence[str],
+    keep_rows: str,
+) -> List[EntangleData]:
+    """Prediction that keeps only the rows the listeners read: each chunk's kept rows are
+    copied into the docs' arrays right after it runs, then its states are dropped."""
+    ops, width = model.ops, model.get_dim("nO")
+    by_doc = _windows_by_doc(windows)
+    kept = {side: [KeptRows.plan(align, side, keep_rows) for align in aligns] for side in need}
+    out = {side: [ops.alloc2f(len(plan.rows), width, zeros=False) for plan in plans] for side, plans in kept.items()}
+    place = {i: (d, k) for d, idx in by_doc.items() for k, i in enumerate(idx)}  # window -> (doc, k-th of it)
+    # a batch of many chunks' worth (a long doc) hands each chunk's memory back; a batch of
+    # tweets is not worth the heap walks
+    long_batch = sum(len(w.char_ids) for w in windows) > LONG_BATCH * shim.settings.max_batch_chars
+    for chunk in chunks:
+        # per side, each window's kept rows (the model returns only those, in this order)
+        sources = {side: [kept[side][place[i][0]].window(place[i][1]) for i in chunk] for side in kept}
+        rows = {side: _rows_tensor([source for _, source in parts]) for side, parts in sources.items()}
+        ran, _ = _run_chunk(shim, windows, chunk, need, False, rows)
+        for side, states in (("subword", ran.subword), ("char", ran.char)):
+            if states is not None and side in out:
+                _copy_kept(cast(Floats3d, torch2xp(states)), sources[side], [out[side][place[i][0]] for i in chunk])
+        del ran, states
+        if long_batch:
+            _return_freed_memory()
+    return [
+        EntangleData(
+            subword=out["subword"][d] if "subword" in out else None,
+            char=out["char"][d] if "char" in out else None,
+            align=KeptRows.aligned(align, {side: plans[d] for side, plans in kept.items()}),
+        )
+        for d, align in enumerate(aligns)
+    ]
+
+
+def _copy_kept(states: Floats3d, sources: List[Tuple[slice, numpy.ndarray]], targets: List[Floats2d]) -> None:
+    """Each window's kept rows (the chunk's output: (windows, kept rows, width)) into its doc's array."""
+    for j, ((target, source), doc_rows) in enumerate(zip(sources, targets)):
+        if len(source):
+            doc_rows[target] = states[j, : len(source)]
+
+
+@cache
+def _malloc_trim() -> Optional[Callable[[int], int]]:
+    """glibc's malloc_trim (None elsewhere)."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def _return_freed_memory() -> None:
+    """Give a chunk's freed states back to the system. glibc keeps them in its heap (its
+    mmap threshold grows with the first large block freed), so a long doc's RSS grew with
+    its length (+630 MB at 90,000 chars) though only the kept rows stay alive."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+def _rows_tensor(sources: List[numpy.ndarray]) -> torch.Tensor:
+    """(windows, most kept rows) positions, padded with row 0 (computed, never read)."""
+    rows = numpy.zeros((len(sources), max([len(s) for s in sources] + [1])), dtype="int64")
+    for j, source in enumerate(sources):
+        rows[j, : len(source)] = source
+    return torch.from_numpy(rows).to(get_torch_default_device())
+
+
 def _built_shim(model: Model) -> EntangleShim:
     shim = entangle_shim(model)
     if not shim.is_built:
@@ -148,9 +244,15 @@ def _built_shim(model: Model) -> EntangleShim:
 
 
 def _run_chunk(
-    shim: EntangleShim, windows: Sequence[WindowInput], chunk: List[int], need: Sequence[str], is_train: bool
+    shim: EntangleShim,
+    windows: Sequence[WindowInput],
+    chunk: List[int],
+    need: Sequence[str],
+    is_train: bool,
+    rows: Optional[Dict[str, torch.Tensor]] = None,
 ) -> Tuple[_Chunk, Callable]:
-    """One chunk of windows padded and run through the encoder; the shim's backprop."""
+    """One chunk of windows padded and run through the encoder; the shim's backprop.
+    rows: per side, (windows, K) positions: that side's output is then those rows only."""
     subs = [windows[i].sub_ids for i in chunk]
     chs = [windows[i].char_ids for i in chunk]
     subwords, chars = shim.built_specs()
@@ -159,7 +261,11 @@ def _run_chunk(
     device = get_torch_default_device()
     inputs = ArgsKwargs(
         args=tuple(torch.from_numpy(a).to(device) for a in (sub_ids, sub_mask, char_ids, char_mask)),
-        kwargs={"need_subword": "subword" in need, "need_char": "char" in need},
+        kwargs={
+            "need_subword": "subword" in need,
+            "need_char": "char" in need,
+            **{f"{'sub' if side == 'subword' else side}_rows": r for side, r in (rows or {}).items()},
+        },
     )
     (S, C), backward = shim(inputs, is_train)
     return _Chunk(chunk, S, C), backward

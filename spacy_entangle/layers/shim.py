@@ -18,7 +18,15 @@ from thinc.shims.pytorch_grad_scaler import PyTorchGradScaler
 from thinc.types import FloatsXd
 
 from ..modeling import EntangleEncoder, encoder_from_config, load_encoder, load_tokenizer
-from ..modeling.inference import autocast, autocast_dtype, check_inference_mode, inference_on_device, quantize_int8
+from ..modeling.inference import (
+    COPY_MODES,
+    ENGINE_MODES,
+    autocast,
+    autocast_dtype,
+    check_inference_mode,
+    inference_on_device,
+    prediction_copy,
+)
 from ..modeling.sizes import legacy_heads
 from ..tokenization import CharSpec, SubwordSpec
 from ..tokenization.subwords import (
@@ -65,26 +73,33 @@ class EntangleShim(PyTorchShim):
         # opt-in: keep the co-attention maps of each prediction (last_attention)
         self.store_attention = False
         self.last_attention: Optional[List[Any]] = None
-        self._int8_model: Optional[torch.nn.Module] = None  # built on first int8 predict
+        # the copy that int8 / onnx / onnx-int8 predict with, built on their first predict
+        self._fast_model: Optional[torch.nn.Module] = None
 
     def set_inference(self, mode: str) -> None:
-        """How ``predict`` runs: fp32 (exact), int8 (quantized copy, CPU) or bf16 (autocast)."""
+        """How ``predict`` runs: fp32 (exact), int8 (quantized copy, CPU), bf16 (autocast),
+        onnx / onnx-int8 (ONNX Runtime copy, CPU; a missing onnxruntime fails here, at load)."""
         self.inference = check_inference_mode(mode)
+        if mode in ENGINE_MODES:
+            from ..modeling.engines.onnx import require_onnxruntime
+
+            require_onnxruntime(mode)
         self._settle_inference()
 
     def _settle_inference(self) -> None:
         """Decide how ``predict`` runs on the model's device, when the model is built or
         moved or the mode set: int8 elsewhere than on the CPU warns here and runs fp32,
         instead of failing at the first prediction (e.g. after a whole ``spacy train``)."""
-        self._drop_int8()
+        self._drop_fast_model()
         if self._model is not None:
             device_type = next(self._model.parameters()).device.type
             self._predict_mode = inference_on_device(self.inference, device_type)
 
-    def _drop_int8(self) -> None:
-        """Forget the int8 copy: the next int8 prediction quantizes the weights as they are
-        then. Whatever changes the weights, their device or the mode calls this."""
-        self._int8_model = None
+    def _drop_fast_model(self) -> None:
+        """Forget the prediction copy (int8, onnx, onnx-int8): the next prediction builds it from
+        the weights as they are then. Whatever changes the weights, their device or the mode
+        calls this."""
+        self._fast_model = None
 
     @property
     def settings(self) -> EntangleSettings:
@@ -156,20 +171,24 @@ class EntangleShim(PyTorchShim):
     # -- prediction -------------------------------------------------------------
     def predict(self, inputs: ArgsKwargs) -> Any:
         """Under ``torch.inference_mode`` (no autograd bookkeeping) in eval mode, with the
-        opt-in int8 / bf16 inference. Like thinc's PyTorchShim, the model goes back to the
-        mode it was in: a training batch's deferred backward (with checkpointing it reruns
-        the forward) may still follow, e.g. with ``entangle`` in annotating_components."""
+        opt-in int8 / bf16 / onnx / onnx-int8 inference (the onnx modes run the exact model
+        when the co-attention maps are kept: the graphs do not return them). Like thinc's
+        PyTorchShim, the model goes back to the mode it was in: a training batch's deferred
+        backward (with checkpointing it reruns the forward) may still follow, e.g. with
+        ``entangle`` in annotating_components."""
+        mode = self._predict_mode
+        if mode in ENGINE_MODES and self.store_attention:
+            mode = "fp32"  # the graphs return states only: the maps come from the exact model
         model = self._model
-        if self._predict_mode == "int8":
-            if self._int8_model is None:
-                self._int8_model = quantize_int8(self._model)
-            model = self._int8_model
+        if mode in COPY_MODES:
+            if self._fast_model is None:
+                self._fast_model = prediction_copy(self._model, mode)
+            model = self._fast_model
         device_type = next(self._model.parameters()).device.type
-        dtype = autocast_dtype(
-            device_type, training=False, mixed_precision=self._mixed_precision, mode=self._predict_mode
-        )
+        dtype = autocast_dtype(device_type, training=False, mixed_precision=self._mixed_precision, mode=mode)
         with _eval_mode(model), torch.inference_mode(), autocast(device_type, dtype):
-            model.keep_attention(self.store_attention)
+            if mode not in ENGINE_MODES:  # an engine copy keeps no attention maps
+                model.keep_attention(self.store_attention)
             output = model(*inputs.args, **inputs.kwargs)
         self.last_attention = model.attention_maps(clear=True) if self.store_attention else None
         return output
@@ -202,7 +221,7 @@ class EntangleShim(PyTorchShim):
         scale = float(self.settings.backbone_lr_scale)
         grads: List[torch.Tensor] = [p.grad for p in self._model.parameters() if p.grad is not None]
         self._grad_scaler.unscale(grads)
-        self._drop_int8()  # the weights change
+        self._drop_fast_model()  # the weights change
         for name, param in self._model.named_parameters():
             if param.grad is None:
                 continue
@@ -315,12 +334,12 @@ class EntangleShim(PyTorchShim):
         if self._model is None:
             yield
             return
-        self._drop_int8()  # built from the parameters in use, never kept across
+        self._drop_fast_model()  # built from the parameters in use, never kept across
         try:
             with super().use_params(params):
                 yield
         finally:
-            self._drop_int8()
+            self._drop_fast_model()
 
 
 @contextmanager

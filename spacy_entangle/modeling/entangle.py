@@ -5,6 +5,7 @@ from typing import Any, List, Optional, Tuple, cast
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 from torch.profiler import record_function
 
 from .coattention import CoAttentionBlock, CoAttentionModule
@@ -97,12 +98,18 @@ class EntangleEncoder(nn.Module):
         char_mask: torch.Tensor,
         need_subword: bool = True,
         need_char: bool = True,
+        sub_rows: Optional[torch.Tensor] = None,
+        char_rows: Optional[torch.Tensor] = None,
     ) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor]]:
         """ids/masks: (B, L) with mask 1 = real. Returns (B, Ls, W), (B, Lc, W) or None.
 
         With n_coattention = 0 the sides do not meet: an encoder whose side is not
         needed is not run at all (n_coattention = 0 + char-only listeners is the
-        char-only baseline: CANINE alone, no subword encoder, no co-attention)."""
+        char-only baseline: CANINE alone, no subword encoder, no co-attention).
+        sub_rows / char_rows: (B, K) positions of the only rows wanted on that side (what
+        the listeners read); that side's output is then (B, K, W), and its last module's
+        self-attention queries and feed-forward run on those rows alone (its keys and
+        values still see every position): the same states, a fraction of the work."""
         m = self.n_coattention
         if self._keep_attention:
             need_subword = need_char = True
@@ -122,11 +129,79 @@ class EntangleEncoder(nn.Module):
         with record_function("entangle.coattention"):
             for i, (sub_layer, char_layer) in enumerate(zip(self.sub_layers, self.char_layers)):
                 last = i == m - 1
-                new_s = sub_layer(hs, sub_pad, hc, char_pad) if (need_subword or not last) else None
-                new_c = char_layer(hc, char_pad, hs, sub_pad) if (need_char or not last) else None
+                new_s = (
+                    _run_module(sub_layer, hs, sub_pad, hc, char_pad, sub_rows if last else None)
+                    if (need_subword or not last)
+                    else None
+                )
+                new_c = (
+                    _run_module(char_layer, hc, char_pad, hs, sub_pad, char_rows if last else None)
+                    if (need_char or not last)
+                    else None
+                )
                 hs, hc = new_s, new_c
+        if m == 0:  # no module picked the rows
+            hs, hc = _at_rows(hs, sub_rows), _at_rows(hc, char_rows)
         # float32 out, also under autocast: the thinc side works in float32
         # a needed side is always computed (its encoder ran and its last module is not skipped)
         return (hs.float() if need_subword and hs is not None else None), (
             hc.float() if need_char and hc is not None else None
         )
+
+
+def _at_rows(states: Optional[torch.Tensor], rows: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """(B, L, W) states at (B, K) positions -> (B, K, W) (all of them when rows is None)."""
+    if states is None or rows is None:
+        return states
+    return _gather_rows(states, rows)
+
+
+def _gather_rows(states: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    return states.gather(1, rows[..., None].expand(-1, -1, states.shape[-1]))
+
+
+def _run_module(
+    module: nn.Module,
+    x: Optional[torch.Tensor],
+    x_pad: torch.Tensor,
+    other: Optional[torch.Tensor],
+    other_pad: torch.Tensor,
+    rows: Optional[torch.Tensor],
+) -> torch.Tensor:
+    """One co-attention module; with ``rows``, its output at those rows only (a stand-in
+    for the module, e.g. an inference engine's graph, runs whole and is cut)."""
+    if rows is None or not isinstance(module, CoAttentionModule):
+        out = module(x, x_pad, other, other_pad)
+        return out if rows is None else _gather_rows(out, rows)
+    cross = module.cross(x, other, other_pad)
+    return _self_attention_at(module.self_attention, cross, x_pad, rows)
+
+
+def _self_attention_at(
+    layer: nn.TransformerEncoderLayer, x: torch.Tensor, pad: torch.Tensor, rows: torch.Tensor
+) -> torch.Tensor:
+    """``layer(x, src_key_padding_mask=pad)`` at (B, K) ``rows`` only -> (B, K, W), with the
+    layer's own weights: queries, output projection and feed-forward on those rows, keys and
+    values on every position (fused attention: no L x L weights are kept)."""
+    B, _, W = x.shape
+    attn = layer.self_attn
+    heads = attn.num_heads
+    h = layer.norm1(x) if layer.norm_first else x
+    q_in = _gather_rows(h, rows)
+    w_q, w_kv = attn.in_proj_weight.split([W, 2 * W])
+    b_q, b_kv = attn.in_proj_bias.split([W, 2 * W]) if attn.in_proj_bias is not None else (None, None)
+    q = F.linear(q_in, w_q, b_q).view(B, -1, heads, W // heads).transpose(1, 2)
+    k, v = F.linear(h, w_kv, b_kv).view(B, -1, 2, heads, W // heads).permute(2, 0, 3, 1, 4)
+    dropout = attn.dropout if layer.training else 0.0
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=~pad[:, None, None, :], dropout_p=dropout)
+    attended = layer.dropout1(attn.out_proj(o.transpose(1, 2).reshape(B, -1, W)))
+    y = _gather_rows(x, rows)
+    if layer.norm_first:
+        y = y + attended
+        return y + layer.dropout2(_feed_forward(layer, layer.norm2(y)))
+    y = layer.norm1(y + attended)
+    return layer.norm2(y + layer.dropout2(_feed_forward(layer, y)))
+
+
+def _feed_forward(layer: nn.TransformerEncoderLayer, x: torch.Tensor) -> torch.Tensor:
+    return layer.linear2(layer.dropout(layer.activation(layer.linear1(x))))

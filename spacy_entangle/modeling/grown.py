@@ -37,7 +37,7 @@ Padding never reaches a word or the copied layers: outputs do not depend on it.
 
 import unicodedata
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -247,22 +247,32 @@ class GrownCharModel(PreTrainedModel):
             raise ValueError(f"the word encoder ({type(self.words).__name__}) has no encoder.layer list")
         return list(layers)
 
-    def char_states(self, ids: torch.Tensor, pos: torch.Tensor, word: torch.Tensor) -> torch.Tensor:
+    def char_states(
+        self, ids: torch.Tensor, pos: torch.Tensor, word: torch.Tensor, real: Optional[torch.Tensor] = None
+    ) -> torch.Tensor:
         """(B, L) codepoints, in-word positions and word numbers (-1: in no word) ->
-        (B, L, C) local character states. The layers run over the rows as they are, each
-        character attending to its own word's characters only (others: to themselves):
-        no padding of every word to the longest one (5x the positions on tweets)."""
+        (B, L, C) local character states. Each character attends to its own word's
+        characters only (a character in no word, e.g. whitespace, to itself): the layers
+        run over the characters as one flat list, and only the attention packs each word's
+        characters into a block of words of similar length, so the cost is linear in the
+        row length (no L x L mask per row). real: (B, L), False on padding, which then skips
+        the layers (its states are never read)."""
         x = self.dropout(self.char_norm(self.char_embed(ids) + self.char_pos(pos.clamp(min=0))))
-        if self.char_layers:
-            own = torch.eye(ids.shape[1], dtype=torch.bool, device=ids.device)
-            allowed = ((word[:, :, None] == word[:, None, :]) & (word[:, None, :] >= 0)) | own
-            blocked = (~allowed).repeat_interleave(self.config.char_heads, dim=0)
-            for layer in self.char_layers:
-                if self.gradient_checkpointing and self.training:
-                    x = self._gradient_checkpointing_func(layer.__call__, x, blocked)
-                else:
-                    x = layer(x, src_mask=blocked)
-        return self.char_out_norm(x)
+        if not self.char_layers:
+            return self.char_out_norm(x)
+        B, L, C = x.shape
+        flat = x.reshape(B * L, C)
+        chosen = real.reshape(-1).nonzero().squeeze(1) if real is not None else None
+        words = pack_words(word, chosen)
+        h = flat if chosen is None else flat[chosen]
+        for layer in self.char_layers:
+            step = partial(_layer_within_words, layer, words)
+            if self.gradient_checkpointing and self.training:
+                h = self._gradient_checkpointing_func(step, h)
+            else:
+                h = step(h)
+        flat = h if chosen is None else flat.index_copy(0, chosen, h)
+        return self.char_out_norm(flat.view(B, L, C))
 
     def pool(self, states: torch.Tensor, word: torch.Tensor, n_words: int) -> torch.Tensor:
         """(B, L, C) states and word numbers (B, L) -> (n_words, H): [mean; max] over each
@@ -282,7 +292,7 @@ class GrownCharModel(PreTrainedModel):
         pos = torch.arange(ids.shape[1], device=ids.device).expand_as(ids)
         rows = torch.arange(ids.shape[0], device=ids.device)[:, None].expand_as(ids)
         word = torch.where(mask, rows, torch.full_like(rows, -1))
-        return self.pool(self.char_states(ids, pos, word), word, ids.shape[0])
+        return self.pool(self.char_states(ids, pos, word, mask), word, ids.shape[0])
 
     def forward(
         self,
@@ -305,7 +315,8 @@ class GrownCharModel(PreTrainedModel):
             )
         B, L = input_ids.shape
         H = self.config.hidden_size
-        local = self.char_states(input_ids, seg.pos, seg.word)
+        real = attention_mask.bool()
+        local = self.char_states(input_ids, seg.pos, seg.word, real)
         vectors = self.pool(local, seg.word, seg.n_words)
         vectors = torch.where((seg.first_id == canine.CLS)[:, None], self.cls_word.to(vectors.dtype), vectors)
         vectors = torch.where((seg.first_id == canine.SEP)[:, None], self.sep_word.to(vectors.dtype), vectors)
@@ -316,16 +327,89 @@ class GrownCharModel(PreTrainedModel):
         out = self.words(inputs_embeds=word_in, attention_mask=word_mask, output_hidden_states=output_hidden_states)
         ctx_words = out.last_hidden_state[seg.row, seg.slot]  # (N, H)
         # per character: its own local state joined with its word's state
-        has_ctx = seg.context >= 0
-        ctx = ctx_words.new_zeros((B, L, H))
+        # (real characters only: padding stays 0)
+        context = seg.context[real]
+        ctx = ctx_words.new_zeros((len(context), H))
+        has_ctx = context >= 0
         if has_ctx.any():
-            ctx[has_ctx] = ctx_words[seg.context[has_ctx]]
-        states = self.join_norm(ctx + self.dropout(self.join(torch.cat([local, ctx], dim=-1))))
-        states = states * attention_mask[..., None].to(states.dtype)
+            ctx[has_ctx] = ctx_words[context[has_ctx]]
+        joined = self.join_norm(ctx + self.dropout(self.join(torch.cat([local[real], ctx], dim=-1))))
+        states = joined.new_zeros((B, L, H)).index_put((real,), joined)
         hidden = out.hidden_states if output_hidden_states else None
         if not return_dict:
             return (states,) + ((hidden,) if hidden is not None else ())
         return BaseModelOutput(last_hidden_state=states, hidden_states=hidden)
+
+
+@dataclass
+class WordBlock:
+    """The characters of words of similar length packed for attention: ``flat`` (P,) their
+    positions in the flattened (B * L) characters, ``unit``/``slot`` (P,) their word in the
+    block and place in it; ``mask`` (n_words, width) True on real characters."""
+
+    flat: torch.Tensor
+    unit: torch.Tensor
+    slot: torch.Tensor
+    mask: torch.Tensor
+
+
+# the blocks' longest words: a word is padded to at most twice its length (a tweet's
+# words are short; one long word must not pad every word of the batch to its length)
+_BLOCK_BOUNDS = (2, 4, 8, 16)
+
+
+def pack_words(word: torch.Tensor, chosen: Optional[torch.Tensor] = None) -> List[WordBlock]:
+    """Words of two or more characters of (B, L) word numbers (-1: in no word), in blocks
+    by length. A character alone (in no word, or a word of one character) attends only to
+    itself: it needs no block. chosen: the flat positions the layers run on (every word's
+    characters among them); ``flat`` then indexes them."""
+    flat_word = word.reshape(-1) if chosen is None else word.reshape(-1)[chosen]
+    inside = (flat_word >= 0).nonzero().squeeze(1)
+    numbers, order = torch.sort(flat_word[inside], stable=True)
+    positions = inside[order]
+    _, counts = torch.unique_consecutive(numbers, return_counts=True)
+    unit = torch.repeat_interleave(torch.arange(len(counts), device=word.device), counts)
+    slot = torch.arange(len(positions), device=word.device) - (counts.cumsum(0) - counts)[unit]
+    length = counts[unit]
+    blocks = []
+    low = 1
+    for high in _BLOCK_BOUNDS + (int(counts.max()) if len(counts) else 0,):
+        chosen = (length > low) & (length <= high)
+        low = max(low, high)
+        if not bool(chosen.any()):
+            continue
+        units, block_unit = torch.unique(unit[chosen], return_inverse=True)
+        block_slot = slot[chosen]
+        mask = torch.zeros((len(units), int(block_slot.max()) + 1), dtype=torch.bool, device=word.device)
+        mask[block_unit, block_slot] = True
+        blocks.append(WordBlock(positions[chosen], block_unit, block_slot, mask))
+    return blocks
+
+
+def _layer_within_words(layer: nn.TransformerEncoderLayer, blocks: List[WordBlock], x: torch.Tensor) -> torch.Tensor:
+    """One pre-norm ``nn.TransformerEncoderLayer`` (its own weights and submodules) over
+    (P, C) characters whose attention stays inside ``blocks``' words. The projections and
+    the feed-forward run on the characters alone, never on padding."""
+    x = x + layer.dropout1(_attend_within_words(layer.self_attn, layer.norm1(x), blocks))
+    ffn = layer.linear2(layer.dropout(layer.activation(layer.linear1(layer.norm2(x)))))
+    return x + layer.dropout2(ffn)
+
+
+def _attend_within_words(attn: nn.MultiheadAttention, h: torch.Tensor, blocks: List[WordBlock]) -> torch.Tensor:
+    """``attn`` (self-attention) with each character attending to its word's characters
+    only: alone, its attention output is its own value."""
+    P, C = h.shape
+    heads = attn.num_heads
+    qkv = F.linear(h, attn.in_proj_weight, attn.in_proj_bias)
+    out = qkv[:, 2 * C :]
+    dropout = attn.dropout if attn.training else 0.0
+    for block in blocks:
+        n, width = block.mask.shape
+        packed = qkv.new_zeros((n, width, 3 * C)).index_put((block.unit, block.slot), qkv[block.flat])
+        q, k, v = packed.view(n, width, 3, heads, C // heads).permute(2, 0, 3, 1, 4)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=block.mask[:, None, None, :], dropout_p=dropout)
+        out = out.index_copy(0, block.flat, o.transpose(1, 2).reshape(n, width, C)[block.unit, block.slot])
+    return attn.out_proj(out)
 
 
 def _word_encoder(config_dict: Dict[str, Any]) -> nn.Module:

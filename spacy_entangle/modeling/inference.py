@@ -11,7 +11,18 @@
   The TRM blocks' feed-forward layers stay in float as well: torch runs
   ``nn.TransformerEncoderLayer`` through a fused fast path at prediction time, which
   needs float weights.
-- ``bf16``: bfloat16 autocast (CPUs with AVX512-BF16/AMX, or CUDA).
+- ``bf16``: bfloat16 autocast, a GPU option (or a CPU with AMX). It is no speed-up on a
+  CPU without AMX: on an AVX512-BF16 Xeon without AMX it ran at 0.45x fp32's words/s
+  (benchmarks/speed_compare.py, one thread), and such a CPU gets a warning; it still runs
+  in bf16.
+- ``onnx``: ONNX Runtime runs the encoders (graphs exported from the loaded weights on the
+  first prediction, kept in memory; CPU only, elsewhere fp32 with a warning; needs
+  ``pip install 'spacy-entangle[onnx]'``): the same model in fp32, outputs within float
+  rounding of ``fp32`` (engines/onnx.py).
+- ``onnx-int8``: ONNX Runtime's dynamic int8 (per-channel weights) for the encoders and
+  the co-attention (a grown encoder's front end stays in PyTorch fp32): the fast mode.
+  Unlike ``int8`` it quantizes the subword encoder and the copied layers (but those under
+  ONNX_INT8_FLOAT_PREFIXES).
 - ``fp32``: the exact model (default), also when the model trains in mixed precision.
 """
 
@@ -19,6 +30,8 @@ import copy
 import itertools
 import warnings
 from contextlib import nullcontext
+from functools import cache
+from pathlib import Path
 from typing import ContextManager, Literal, Optional, Tuple, get_args
 
 import torch
@@ -27,9 +40,13 @@ from torch import nn
 from .char_designs import design_of
 
 # how prediction runs: the one list (the component's config type, the benchmarks' modes)
-InferenceMode = Literal["fp32", "int8", "bf16"]
+InferenceMode = Literal["fp32", "int8", "bf16", "onnx", "onnx-int8"]
 INFERENCE_MODES: Tuple[str, ...] = get_args(InferenceMode)
+CPU_ONLY = ("int8", "onnx", "onnx-int8")  # modes with CPU kernels only
+COPY_MODES = CPU_ONLY  # modes that predict with a copy of the model (built on first use)
+ENGINE_MODES = ("onnx", "onnx-int8")  # modes whose copy runs outside PyTorch: no attention maps
 FLOAT_PREFIXES = ("subword_encoder.",)  # modules int8 leaves in float
+ONNX_INT8_FLOAT_PREFIXES: Tuple[str, ...] = ()  # modules onnx-int8 leaves in float (what-ifs add some)
 
 
 def check_inference_mode(mode: str) -> str:
@@ -39,13 +56,21 @@ def check_inference_mode(mode: str) -> str:
 
 
 def inference_on_device(mode: str, device_type: str) -> str:
-    """The mode prediction runs in on ``device_type``. Dynamic int8 quantization has CPU
-    kernels only: elsewhere the model predicts in fp32 and a warning says so, so that a
-    pipeline saved with int8 for the CPU still loads, trains and predicts on a GPU."""
+    """The mode prediction runs in on ``device_type``. Dynamic int8 quantization and the
+    ONNX Runtime engine run on the CPU only: elsewhere the model predicts in fp32 and a
+    warning says so, so that a pipeline saved with int8 for the CPU still loads, trains and
+    predicts on a GPU. bf16 on a CPU without AMX warns that it is no speed-up there."""
     check_inference_mode(mode)
-    if mode == "int8" and device_type != "cpu":
+    if mode == "bf16" and device_type == "cpu" and not cpu_has_amx():
         warnings.warn(
-            f"inference = 'int8' (dynamic quantization) runs on the CPU only: on {device_type} the "
+            "inference = 'bf16' on a CPU without AMX is slower than fp32 (bfloat16 autocast pays on "
+            "GPUs and AMX CPUs); for CPU speed set inference = 'onnx-int8' or 'onnx'.",
+            UserWarning,
+            stacklevel=3,
+        )
+    if mode in CPU_ONLY and device_type != "cpu":
+        warnings.warn(
+            f"inference = {mode!r} runs on the CPU only: on {device_type} the "
             "entangle component predicts in fp32. Set inference = 'bf16' for faster GPU prediction, "
             "or 'fp32' to silence this warning.",
             UserWarning,
@@ -53,6 +78,19 @@ def inference_on_device(mode: str, device_type: str) -> str:
         )
         return "fp32"
     return mode
+
+
+@cache
+def cpu_has_amx() -> bool:
+    """Whether the CPU has AMX tiles for bfloat16 (Linux reports them in /proc/cpuinfo;
+    elsewhere assumed, so no warning is given on a guess)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.is_file():
+        return True
+    try:
+        return "amx_bf16" in cpuinfo.read_text(encoding="utf8", errors="replace")
+    except OSError:
+        return True
 
 
 def autocast_dtype(
@@ -127,3 +165,14 @@ def quantize_int8(model: nn.Module) -> nn.Module:
         from torch.ao.quantization import quantize_dynamic
 
         return quantize_dynamic(copied, targets, dtype=torch.qint8, inplace=True)
+
+
+def prediction_copy(model: nn.Module, mode: str) -> nn.Module:
+    """The copy of ``model`` that predicts in a COPY_MODES mode (tensors shared)."""
+    if mode == "int8":
+        return quantize_int8(model)
+    if mode in ENGINE_MODES:
+        from .engines.onnx import onnx_model
+
+        return onnx_model(model, int8=mode == "onnx-int8", keep_float=ONNX_INT8_FLOAT_PREFIXES)
+    raise ValueError(f"inference = {mode!r} predicts with the model itself, not a copy")

@@ -203,6 +203,18 @@ class Entangle(ListenerLinks, TrainablePipe):
         if self.doc_tensor is not None:
             wanted.update(side_names(self.doc_tensor))
         self.model.attrs["sides"] = tuple(s for s in SIDES if s in wanted) or SIDES
+        self.model.attrs["keep_rows"] = self._kept_rows(listeners)
+
+    def _kept_rows(self, listeners: List[EntangleListener]) -> str:
+        """The rows a prediction keeps (layers/entangle_model.py): only what the listeners
+        and doc_tensor read, unless the output is kept on the doc or a listener reads rows
+        other than its tokens' (a first state, every character)."""
+        if self.cfg.get("store_output") or self.store_attention or not listeners:
+            return "all"
+        reads = {listener.attrs.get("rows", "all") for listener in listeners}
+        if self.doc_tensor is not None:
+            reads.add("first" if self.doc_tensor_pooling == "first" else "tokens")
+        return next(keep for keep in ("all", "tokens", "first") if keep in reads or keep == "first")
 
     # -- prediction ----------------------------------------------------------------------
     def __call__(self, doc: Doc) -> Doc:

@@ -18,8 +18,8 @@ Rows index the doc's concatenated window outputs: window after window, specials
 included, padding excluded.
 """
 
-from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy
 from spacy.attrs import IDX, LENGTH
@@ -60,6 +60,53 @@ class DocAlignment:
     def empty(cls) -> "DocAlignment":
         z = numpy.zeros((0,), dtype="int32")
         return cls(0, 0, z, z, z, z, [])
+
+
+@dataclass(frozen=True)
+class KeptRows:
+    """The rows of one doc's states on one side that a prediction keeps (what its
+    listeners read) and where its tokens find them then. ``rows``: the kept doc rows,
+    ascending; ``lengths`` / ``token_rows``: each token's rows as indices into them;
+    ``bounds``: the kept rows of the doc's k-th window are ``rows[bounds[k]:bounds[k + 1]]``;
+    ``window_starts``: the doc row of each window's first row."""
+
+    rows: numpy.ndarray
+    lengths: numpy.ndarray
+    token_rows: numpy.ndarray
+    bounds: numpy.ndarray
+    window_starts: numpy.ndarray
+
+    @classmethod
+    def plan(cls, align: DocAlignment, side: str, keep: str) -> "KeptRows":
+        """keep = "tokens": every row a token reads; "first": each token's first row."""
+        lengths = numpy.asarray(getattr(align, f"{side}_lengths"), dtype="int64")
+        rows = numpy.asarray(getattr(align, f"{side}_rows"), dtype="int64")
+        if keep == "first":
+            rows = rows[numpy.cumsum(lengths) - lengths]
+            lengths = numpy.ones_like(lengths)
+        elif keep != "tokens":
+            raise ValueError(f"keep must be 'tokens' or 'first', got {keep!r}")
+        kept, token_rows = numpy.unique(rows, return_inverse=True)
+        column = 0 if side == "subword" else 1
+        starts = numpy.asarray([w[column] for w in align.window_rows], dtype="int64")
+        bounds = numpy.append(numpy.searchsorted(kept, starts, side="left"), len(kept))
+        return cls(kept, lengths, token_rows.reshape(-1), bounds, starts)
+
+    def window(self, k: int) -> Tuple[slice, numpy.ndarray]:
+        """Where the doc's k-th window's kept rows go, and their rows in that window."""
+        target = slice(int(self.bounds[k]), int(self.bounds[k + 1]))
+        return target, self.rows[target] - self.window_starts[k]
+
+    @staticmethod
+    def aligned(align: DocAlignment, kept: Dict[str, "KeptRows"]) -> DocAlignment:
+        """``align`` for outputs that hold only the kept rows of the sides in ``kept``;
+        the windows' specials are not kept (no ``window_rows``)."""
+        changes: Dict[str, Any] = {}
+        for side, plan in kept.items():
+            changes[f"n_{side}_rows"] = len(plan.rows)
+            changes[f"{side}_lengths"] = plan.lengths.astype("int32")
+            changes[f"{side}_rows"] = plan.token_rows.astype("int32")
+        return replace(align, window_rows=[], **changes) if kept else align
 
 
 def ranges(starts: numpy.ndarray, lengths: numpy.ndarray) -> numpy.ndarray:

@@ -281,3 +281,18 @@ def test_spacy_corpus_gives_words_and_bio_tags(speed, tmp_path):
     assert speed_data.read_sentences(tmp_path / "dev.spacy") == [
         (["Anna", "flew", "to", "New", "York"], ["B-person", "O", "O", "B-location", "I-location"])
     ]
+
+
+def test_compare_agreement_of_the_onnx_engine_with_fp32(tmp_path, capsys):
+    """--modes fp32 onnx --agreement: the ONNX engine predicts what fp32 predicts on the same
+    docs, its entangle states within float rounding (the table the README reports)."""
+    pytest.importorskip("onnxruntime")
+    saved = Path(__file__).parent.parent / "fixtures" / "tiny" / "pipeline_663406e"
+    nlp = spacy.blank("en")
+    DocBin(docs=[nlp.make_doc(f"tweet {i} about Paris and @NASA") for i in range(8)]).to_disk(tmp_path / "dev.spacy")
+    args = ["--data", str(tmp_path / "dev.spacy"), "--repeats", "1", "--modes", "fp32", "onnx", "--agreement"]
+    results = speed_compare.main([*args, "--pipelines", f"ent={saved}"])
+    agreement = results["agreement"]["ent@onnx"]
+    assert agreement["same_predictions"] == 1.0
+    assert agreement["max_diff_subword"] < 1e-4
+    assert "agreement with each pipeline's first mode" in capsys.readouterr().out

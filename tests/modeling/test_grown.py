@@ -208,8 +208,9 @@ def test_gradient_checkpointing_of_the_entangle_component_reaches_the_grown_enco
             char, AutoModel.from_pretrained(bert_dir), n_coattention=1, width=32, n_heads=2, checkpointing=checkpointing
         ).train()
         count = {"char": 0, "copied": 0}
-        # the layers' attention blocks: whether transformers checkpoints a layer's __call__ or its forward
-        for name, block in (("char", char.char_layers[0].self_attn), ("copied", char.words.encoder.layer[0].attention)):
+        # a module inside each layer: whether transformers checkpoints a layer's __call__ or its
+        # forward (the char layer runs its submodules itself: its feed-forward's first Linear)
+        for name, block in (("char", char.char_layers[0].linear1), ("copied", char.words.encoder.layer[0].attention)):
             block.register_forward_pre_hook(lambda *_, name=name, count=count: count.update({name: count[name] + 1}))
         ids = torch.tensor([[0xE000, ord("h"), ord("i"), ord(" "), ord("!"), 0xE001]])
         torch.manual_seed(0)
@@ -219,3 +220,140 @@ def test_gradient_checkpointing_of_the_entangle_component_reaches_the_grown_enco
         grads.append(char.char_embed.tables[0].weight.grad.clone())
     assert calls == [{"char": 1, "copied": 1}, {"char": 2, "copied": 2}]
     assert torch.allclose(grads[0], grads[1], atol=1e-6)
+
+
+def _char_states_with_a_row_mask(model, ids, pos, word):
+    """The char layers as they were first written (the reference): every row runs whole,
+    under an (L x L) mask that keeps each character's attention inside its word."""
+    x = model.char_norm(model.char_embed(ids) + model.char_pos(pos.clamp(min=0)))
+    own = torch.eye(ids.shape[1], dtype=torch.bool)
+    allowed = ((word[:, :, None] == word[:, None, :]) & (word[:, None, :] >= 0)) | own
+    blocked = (~allowed).repeat_interleave(model.config.char_heads, dim=0)
+    for layer in model.char_layers:
+        x = layer(x, src_mask=blocked)
+    return model.char_out_norm(x)
+
+
+@pytest.fixture(scope="module")
+def two_layer_grown(bert_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("grown2")
+    grow_char_encoder(bert_dir, out, k=1, char_width=32, char_heads=4, char_layers=2, hash_buckets=512, seed=1)
+    model = AutoModel.from_pretrained(out).eval()
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+        elif isinstance(module, torch.nn.MultiheadAttention):
+            module.dropout = 0.0
+    return model
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_char_layers_inside_words_equal_the_row_mask_formula(two_layer_grown, training):
+    """The char layers attend inside words by packing each word's characters, at a cost
+    linear in the row length: the states equal those of the quadratic row mask, on words of
+    every length up to max_word_chars (and cut beyond), whitespace runs, ZWJ sequences,
+    CJK, and rows padded to another row's length."""
+    model = two_layer_grown
+    spec = CharSpec.from_config(model.config)
+    rng = numpy.random.default_rng(0)
+    pieces = [
+        "a",
+        "bc",
+        "word",
+        "x" * 23,
+        "y" * 24,
+        "z" * 61,
+        " ",
+        "   ",
+        "\t\n",
+        "👩‍👩‍👧‍👦",
+        "👍🏽",
+        "東京",
+        "!!",
+        ",",
+        "e\u0301",
+    ]
+    texts = ["".join(rng.choice(pieces, size=n)) for n in (1, 7, 40, 120)] + ["", " ", "Hi, @you 👩‍👩‍👧‍👦 cafe\u0301"]
+    ids, mask, _ = _batch(spec, texts, extra=5)
+    seg = segment(ids, mask, model.config.max_word_chars)
+    model.train(training)  # the fixture has no dropout: training code paths must agree too
+    try:
+        with torch.no_grad():
+            expected = _char_states_with_a_row_mask(model, ids, seg.pos, seg.word)
+            got = model.char_states(ids, seg.pos, seg.word)
+            real = mask.bool()  # padding skips the layers: compared on the real characters
+            got_real = model.char_states(ids, seg.pos, seg.word, real)
+    finally:
+        model.eval()
+    assert got.shape == expected.shape
+    assert torch.allclose(got, expected, atol=1e-5), (got - expected).abs().max()
+    assert torch.allclose(got_real[real], expected[real], atol=1e-5)
+
+
+def _forward_with_a_row_mask(model, ids, mask):
+    """The whole encoder as first written (the reference): row-mask char layers, every
+    position (padding too) through the join, padding zeroed at the end."""
+    seg = segment(ids, mask, model.config.max_word_chars)
+    B, L = ids.shape
+    local = _char_states_with_a_row_mask(model, ids, seg.pos, seg.word)
+    vectors = model.pool(local, seg.word, seg.n_words)
+    vectors = torch.where((seg.first_id == 0xE000)[:, None], model.cls_word, vectors)
+    vectors = torch.where((seg.first_id == 0xE001)[:, None], model.sep_word, vectors)
+    word_in = vectors.new_zeros((B, seg.n_slots, model.config.hidden_size))
+    word_mask = mask.new_zeros((B, seg.n_slots))
+    word_in[seg.row, seg.slot] = vectors
+    word_mask[seg.row, seg.slot] = 1
+    ctx_words = model.words(inputs_embeds=word_in, attention_mask=word_mask).last_hidden_state[seg.row, seg.slot]
+    has_ctx = seg.context >= 0
+    ctx = ctx_words.new_zeros((B, L, model.config.hidden_size))
+    ctx[has_ctx] = ctx_words[seg.context[has_ctx]]
+    states = model.join_norm(ctx + model.join(torch.cat([local, ctx], dim=-1)))
+    return states * mask[..., None].to(states.dtype)
+
+
+def test_the_encoder_equals_the_row_mask_formula(two_layer_grown):
+    """The whole forward (char layers and join on real characters only) gives the states
+    of the first formulation, padding included (zeros)."""
+    model = two_layer_grown
+    spec = CharSpec.from_config(model.config)
+    texts = ["so sad 😢 #bowie", "x" * 30 + "  a much longer tweet 👩‍👩‍👧‍👦!!", " ", "东京 e\u0301"]
+    ids, mask, _ = _batch(spec, texts, extra=3)
+    with torch.no_grad():
+        expected = _forward_with_a_row_mask(model, ids, mask)
+        got = model(input_ids=ids, attention_mask=mask).last_hidden_state
+    assert torch.allclose(got, expected, atol=1e-5), (got - expected).abs().max()
+
+
+def test_char_layers_pack_words_by_length_not_by_the_longest_row(two_layer_grown):
+    """No L x L mask and no padding of every word to the longest: each block holds words of
+    similar length, characters alone (whitespace, one-character words, padding) need none."""
+    from spacy_entangle.modeling.grown import pack_words
+
+    spec = CharSpec.from_config(two_layer_grown.config)
+    ids, mask, _ = _batch(spec, ["ab cd efgh " * 300 + "x" * 24, "hi"])
+    seg = segment(ids, mask, 24)
+    blocks = pack_words(seg.word)
+    assert [tuple(b.mask.shape) for b in blocks] == [(601, 2), (300, 4), (1, 24)]
+    in_blocks = sum(int(b.mask.sum()) for b in blocks)
+    assert in_blocks == int(
+        ((seg.word >= 0) & (torch.bincount(seg.word[seg.word >= 0])[seg.word.clamp(min=0)] > 1)).sum()
+    )
+
+
+def test_the_front_end_equals_the_row_mask_formula(two_layer_grown):
+    """Spellings padded to the longest (the type-level pretraining's input): padding skips
+    the char layers, the word vectors stay those of the first formulation."""
+    model = two_layer_grown
+    spellings = ["a", "word", "x" * 20, "👩‍👩‍👧‍👦", "e\u0301"]
+    width = max(len(s) for s in spellings) + 2
+    ids = torch.zeros((len(spellings), width), dtype=torch.long)
+    mask = torch.zeros_like(ids, dtype=torch.bool)
+    for i, s in enumerate(spellings):
+        ids[i, : len(s)] = torch.tensor([ord(c) for c in s])
+        mask[i, : len(s)] = True
+    pos = torch.arange(width).expand_as(ids)
+    word = torch.where(mask, torch.arange(len(spellings))[:, None].expand_as(ids), torch.full_like(ids, -1))
+    with torch.no_grad():
+        expected = model.pool(_char_states_with_a_row_mask(model, ids, pos, word), word, len(spellings))
+        got = model.front_end(ids, mask)
+    assert torch.allclose(got, expected, atol=1e-5)

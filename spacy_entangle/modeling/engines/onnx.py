@@ -1,0 +1,385 @@
+"""ONNX Runtime for CPU prediction (``inference = "onnx"`` / ``"onnx-int8"``).
+
+The engine is a copy of the trained ``EntangleEncoder`` (sharing its tensors) in which
+whole submodules are replaced by ONNX Runtime sessions: the subword encoder, the char
+encoder's Hugging Face parts (a grown encoder's copied layers; the whole encoder when it
+has none, e.g. CANINE) and, in int8, each co-attention module (in fp32 torch's fused
+attention fast path runs those faster). What stays outside the graphs (a grown encoder's
+word segmentation, a rule over codepoints, and its small character front end) runs in
+PyTorch, so the engine does not depend on how those are written. A part that does not
+export runs in PyTorch too, with a warning naming it.
+
+Graphs are exported from the loaded weights when a part is first called (batch and length
+axes dynamic; each graph is run once at other sizes against PyTorch before it is used) and
+kept in memory: the saved pipeline stays one folder of weights that any torch /
+onnxruntime version reads, and no graph can go stale after more training. The cost is the
+export on the first prediction.
+
+``onnx-int8``: ONNX Runtime's dynamic int8 quantization (per-channel int8 weights,
+activations quantized on the fly) of every graph but those under ``keep_float``; the
+PyTorch parts left stay in float. Unlike ``int8`` it quantizes the
+subword encoder and the copied layers too (that is where its speed comes from): the
+fast mode, whose F1 cost a trained pipeline measures (benchmarks/int8_accuracy.py).
+"""
+
+import contextlib
+import copy
+import importlib
+import io
+import itertools
+import logging
+import tempfile
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple, cast
+
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+from transformers.modeling_outputs import BaseModelOutput
+
+if TYPE_CHECKING:
+    from ..entangle import EntangleEncoder
+
+ONNX_INSTALL = "pip install 'spacy-entangle[onnx]'"
+REQUIRED = ("onnxruntime", "onnx", "onnxscript")  # the runtime, and what the exporter needs
+# example sizes of the export: > 1 (torch.export specialises sizes 0 and 1) and unequal
+EXAMPLE_SIZES = {"batch": 2, "length": 7, "other_length": 9}
+Dims = Tuple[Optional[str], ...]  # per axis of an input: its dynamic name, or None (static)
+EXPORTERS = ("torchscript", "dynamo")  # tried in this order (_write_graph)
+
+
+def require_onnxruntime(mode: str) -> None:
+    """A clear error naming the extra when the engine's packages are not installed."""
+    missing = []
+    for name in REQUIRED:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise ModuleNotFoundError(
+            f"inference = {mode!r} needs {', '.join(missing)}, which is not installed: {ONNX_INSTALL}",
+            name=missing[0],
+        )
+
+
+def onnx_model(model: nn.Module, *, int8: bool, keep_float: Sequence[str] = ()) -> nn.Module:
+    """A copy of ``model`` (an ``EntangleEncoder``, eval mode, tensors shared) whose encoders
+    (and, with int8, co-attention modules) run in ONNX Runtime. int8: quantize the graphs of
+    the parts whose names do not start with ``keep_float``."""
+    require_onnxruntime("onnx-int8" if int8 else "onnx")
+    if any(p.device.type != "cpu" for p in model.parameters()):
+        raise ValueError("the ONNX Runtime engine runs on the CPU only; on a GPU use inference = 'bf16' or 'fp32'")
+    shared = {id(t): t for t in itertools.chain(model.parameters(), model.buffers())}
+    engine = cast("EntangleEncoder", copy.deepcopy(model, memo=shared).eval())
+    engine.keep_attention(False)  # the graphs return states only (no attention maps)
+    keep = tuple(keep_float)
+
+    def quantized(name: str) -> bool:
+        return int8 and not f"{name}.".startswith(keep)
+
+    engine.subword_encoder = OnnxEncoder(engine.subword_encoder, "subword_encoder", quantized("subword_encoder"))
+    char = engine.char_encoder
+    parts = [(n, c) for n, c in char.named_children() if isinstance(c, PreTrainedModel)]
+    for name, child in parts:  # a grown encoder's copied layers: called with inputs_embeds
+        full = f"char_encoder.{name}"
+        setattr(char, name, OnnxEncoder(child, full, quantized(full)))
+    if not parts:  # CANINE: the whole encoder, called with codepoint ids
+        engine.char_encoder = OnnxEncoder(char, "char_encoder", quantized("char_encoder"))
+    if not int8:  # in fp32, torch's fused attention fast path runs them faster than ONNX Runtime
+        return engine
+    cross: Dims = ("batch", "length")
+    dims: List[Dims] = [("batch", "length", None), cross, ("batch", "other_length", None), ("batch", "other_length")]
+    for side in ("sub_layers", "char_layers"):
+        layers = getattr(engine, side)
+        for i, layer in enumerate(layers):
+            layers[i] = OnnxModule(layer, f"{side}.{i}", dims, quantized(f"{side}.{i}"))
+    # the PyTorch parts left (a grown encoder's front end) stay in float: torch's int8 of them
+    # gained nothing measurable on en_entangle_wnut's shape
+    return engine
+
+
+class _Graph:
+    """One exported graph and its session; called with tensors, returns its first output."""
+
+    def __init__(self, session: Any):
+        self.session = session
+        self.inputs = [i.name for i in session.get_inputs()]  # unused inputs are pruned
+
+    def __call__(self, names: Sequence[str], tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+        feeds = {n: t.detach().cpu().contiguous().numpy() for n, t in zip(names, tensors) if n in self.inputs}
+        return torch.from_numpy(self.session.run(None, feeds)[0])
+
+
+class _Part(nn.Module):
+    """A submodule replaced by a graph exported on its first call (falls back to PyTorch,
+    with a warning, when it does not export). The original module is held outside the
+    module tree: the copy has no parameters of its own for quantization to touch."""
+
+    exporters: Tuple[str, ...] = EXPORTERS
+
+    def __init__(self, module: nn.Module, name: str, int8: bool):
+        super().__init__()
+        self._torch = [module]
+        self.part_name = name
+        self.int8 = int8
+        self._graphs: Dict[str, Optional[_Graph]] = {}
+
+    def _graph(
+        self, key: str, wrapper: nn.Module, names: Sequence[str], like: Sequence[torch.Tensor], dims: Sequence[Dims]
+    ) -> Optional[_Graph]:
+        if key not in self._graphs:
+            try:
+                self._graphs[key] = _export(wrapper, names, like, dims, self.int8, self.exporters)
+            except Exception as err:  # noqa: BLE001 - export is best effort: the part still runs, in PyTorch
+                warnings.warn(
+                    f"ONNX export of {self.part_name} failed ({type(err).__name__}: {err}); it runs in PyTorch",
+                    UserWarning,
+                    stacklevel=4,
+                )
+                self._graphs[key] = None
+        return self._graphs[key]
+
+
+class OnnxEncoder(_Part):
+    """Stands in for a Hugging Face encoder: called with ``input_ids`` or ``inputs_embeds``
+    and ``attention_mask``, returns ``.last_hidden_state`` (one graph per way it is called)."""
+
+    def __init__(self, encoder: nn.Module, name: str, int8: bool):
+        super().__init__(encoder, name, int8)
+        self.config = getattr(encoder, "config", None)
+
+    def forward(
+        self,
+        input_ids: Optional[torch.Tensor] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+        inputs_embeds: Optional[torch.Tensor] = None,
+        output_hidden_states: bool = False,
+        **kwargs: Any,
+    ) -> BaseModelOutput:
+        key = "input_ids" if inputs_embeds is None else "inputs_embeds"
+        x = input_ids if inputs_embeds is None else inputs_embeds
+        if x is None:
+            raise ValueError(f"{self.part_name}: called without input_ids or inputs_embeds")
+        if attention_mask is None:
+            attention_mask = torch.ones(x.shape[:2], dtype=torch.long, device=x.device)
+        encoder = self._torch[0]
+        graph = None
+        if not output_hidden_states and not kwargs:
+            wrapper = _Keywords(encoder, key)
+            dims = [("batch", "length") + (None,) * (x.dim() - 2), ("batch", "length")]
+            graph = self._graph(key, wrapper, [key, "attention_mask"], [x, attention_mask], dims)
+        if graph is None:  # what the graph does not return, or a part that did not export
+            return encoder(
+                **{key: x},
+                attention_mask=attention_mask,
+                output_hidden_states=output_hidden_states,
+                **kwargs,
+            )
+        states = graph([key, "attention_mask"], [x, attention_mask]).to(x.device)
+        return BaseModelOutput(last_hidden_state=cast(torch.FloatTensor, states))
+
+
+class OnnxModule(_Part):
+    """Stands in for a module called with positional tensors (a co-attention module);
+    ``dims``: each input's axes, named where dynamic. The tracing exporter bakes
+    nn.MultiheadAttention's shapes into its graph: export by torch.export only."""
+
+    exporters = ("dynamo",)
+
+    def __init__(self, module: nn.Module, name: str, dims: Sequence[Dims], int8: bool):
+        super().__init__(module, name, int8)
+        self.dims = list(dims)
+
+    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+        names = [f"input_{i}" for i in range(len(tensors))]
+        graph = self._graph("forward", self._torch[0], names, tensors, self.dims)
+        if graph is None:
+            return self._torch[0](*tensors)
+        return graph(names, tensors)
+
+
+class _Keywords(nn.Module):
+    """A Hugging Face encoder as a module of positional tensors (what export traces)."""
+
+    def __init__(self, encoder: nn.Module, key: str):
+        super().__init__()
+        self.encoder = encoder
+        self.key = key
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.encoder(**{self.key: x}, attention_mask=attention_mask).last_hidden_state
+
+
+def _example(like: torch.Tensor, dims: Dims, sizes: Optional[Dict[str, int]] = None) -> torch.Tensor:
+    """An input shaped as ``like`` but with the example sizes on the dynamic axes; masks get
+    one padded position, so the export sees padding (values do not shape the graph)."""
+    sizes = EXAMPLE_SIZES if sizes is None else sizes
+    shape = [sizes[d] if d else like.shape[i] for i, d in enumerate(dims)]
+    if like.dtype.is_floating_point:
+        generator = torch.Generator().manual_seed(0)
+        return torch.randn(shape, generator=generator, dtype=like.dtype)
+    if like.dtype == torch.bool:  # True = padding
+        out = torch.zeros(shape, dtype=torch.bool)
+        out[-1, -1] = True
+        return out
+    out = torch.ones(shape, dtype=like.dtype)  # ids (1 is a valid id) or a mask (1 = real)
+    out[-1, -1] = 0
+    return out
+
+
+def _export(
+    module: nn.Module,
+    names: Sequence[str],
+    like: Sequence[torch.Tensor],
+    dims: Sequence[Dims],
+    int8: bool,
+    exporters: Sequence[str] = EXPORTERS,
+) -> _Graph:
+    """``module`` exported with dynamic axes, quantized when asked, in a checked ONNX Runtime
+    session: by the first of ``exporters`` whose graph passes ``_check``."""
+    if len(dims) != len(like):
+        raise ValueError(f"expected {len(dims)} inputs, got {len(like)}")
+    errors = []
+    for exporter in exporters:
+        try:
+            with tempfile.TemporaryDirectory() as tmp, _quiet():
+                path = _write_graph(exporter, module.eval(), names, like, dims, Path(tmp) / "graph.onnx")
+                data = (_quantize(path) if int8 else path).read_bytes()
+            graph = _Graph(_session(data))
+            _check(graph, module, names, like, dims, int8)
+            return graph
+        except Exception as err:  # noqa: BLE001 - tried with the next exporter, all failures re-raised
+            errors.append(f"{exporter}: {type(err).__name__}: {str(err).strip().splitlines()[0][:200]}")
+    raise RuntimeError("; ".join(errors))
+
+
+def _write_graph(
+    exporter: str,
+    module: nn.Module,
+    names: Sequence[str],
+    like: Sequence[torch.Tensor],
+    dims: Sequence[Dims],
+    path: Path,
+) -> Path:
+    """The graph of ``module`` at ``path``. "torchscript" (torch's tracing exporter) gives the
+    graphs ONNX Runtime fuses best (MiniLM: 1.15x the dynamo graph's speed in fp32, 1.46x in
+    int8) but bakes some shapes in (nn.MultiheadAttention); "dynamo" (torch.export) keeps
+    every dynamic axis."""
+    examples = tuple(_example(t, d) for t, d in zip(like, dims))
+    with _exportable(), warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # the exporters' tracer and deprecation warnings
+        if exporter == "torchscript":
+            axes = {name: {i: d for i, d in enumerate(ds) if d} for name, ds in zip(names, dims)}
+            torch.onnx.export(
+                module,
+                examples,
+                str(path),
+                input_names=list(names),
+                output_names=["output"],
+                dynamic_axes=axes,
+                opset_version=17,
+                dynamo=False,
+            )
+            return path
+        dim = {name: torch.export.Dim(name, min=1) for name in EXAMPLE_SIZES}
+        program = torch.onnx.export(
+            module,
+            examples,
+            dynamic_shapes=tuple({i: dim[d] for i, d in enumerate(ds) if d} for ds in dims),
+            input_names=list(names),
+            output_names=["output"],
+            dynamo=True,
+            optimize=True,
+            verbose=False,
+            report=False,
+        )
+        if program is None:
+            raise RuntimeError("torch.onnx.export returned no program")
+        program.save(str(path))
+        return path
+
+
+def _session(data: bytes) -> Any:
+    import onnxruntime  # type: ignore[import-untyped]  # (no py.typed)
+
+    options = onnxruntime.SessionOptions()
+    # the threads torch uses (OMP_NUM_THREADS, torch.set_num_threads), not every core
+    options.intra_op_num_threads = torch.get_num_threads()
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+
+
+def _check(
+    graph: _Graph,
+    module: nn.Module,
+    names: Sequence[str],
+    like: Sequence[torch.Tensor],
+    dims: Sequence[Dims],
+    int8: bool,
+) -> None:
+    """Refuse a graph that fixed a dynamic axis to its example size (an exporter may do so
+    silently) or that computes something else: it is run once at other sizes, against
+    PyTorch (fp32: to float rounding; int8: the shape)."""
+    for arg in graph.session.get_inputs():
+        i = list(names).index(arg.name)
+        fixed = [axis for axis, d in enumerate(dims[i]) if d and isinstance(arg.shape[axis], int)]
+        if fixed:
+            raise ValueError(f"the graph fixed the dynamic axes {fixed} of {arg.name} to {arg.shape}")
+    sizes = {"batch": 3, "length": 5, "other_length": 11}
+    probe = tuple(_example(t, d, sizes) for t, d in zip(like, dims))
+    with torch.inference_mode():
+        expected = module(*probe)
+    got = graph(names, probe)
+    if got.shape != expected.shape:
+        raise ValueError(f"the graph returns shape {tuple(got.shape)}, PyTorch {tuple(expected.shape)}")
+    if not int8 and not torch.allclose(got, expected.float(), atol=1e-3, rtol=1e-3):
+        raise ValueError(f"the graph differs from PyTorch by {float((got - expected).abs().max()):.3g}")
+
+
+def _quantize(path: Path) -> Path:
+    """Dynamic int8 (per-channel int8 weights, activations quantized on the fly)."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped]
+
+    out = path.with_name("graph.int8.onnx")
+    # shape inference does not type every tensor of the exporter's graphs: float is the default
+    options = {"DefaultTensorType": onnx.TensorProto.FLOAT}
+    quantize_dynamic(path, out, per_channel=True, weight_type=QuantType.QInt8, extra_options=options)
+    return out
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """The exporters' progress lines (stdout) and the optimizer's and quantizer's log
+    warnings are about the export's internals, not the user's model: silenced while it runs."""
+    disabled = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        logging.disable(disabled)
+
+
+class _exportable:
+    """torch's fused fast path of ``nn.TransformerEncoderLayer`` / ``MultiheadAttention``
+    (taken at prediction time) has no ONNX form: off while exporting, as it was after."""
+
+    def __enter__(self) -> None:
+        self.before = torch.backends.mha.get_fastpath_enabled()
+        torch.backends.mha.set_fastpath_enabled(False)
+
+    def __exit__(self, *exc: Any) -> None:
+        torch.backends.mha.set_fastpath_enabled(self.before)
+
+
+def parts(model: nn.Module) -> List[str]:
+    """The names of the parts of an engine copy that run in ONNX Runtime (their graph exported)."""
+    return [
+        m.part_name for m in model.modules() if isinstance(m, _Part) and any(g is not None for g in m._graphs.values())
+    ]

@@ -1,0 +1,147 @@
+"""The ONNX Runtime engine (inference = "onnx" / "onnx-int8", modeling/engines/onnx.py):
+outputs against fp32 on the same docs (a tolerance per mode), padding invariance, the
+saved pipeline loading offline with the mode set at load time, a clear error without
+onnxruntime, and the CPU-only / bf16 warnings."""
+
+import sys
+import warnings
+
+import numpy
+import pytest
+import spacy
+from _pipelines import TEXTS, build, examples, train
+from thinc.api import SGD
+
+from spacy_entangle.modeling.grown import grow_char_encoder
+from spacy_entangle.modeling.inference import cpu_has_amx, inference_on_device
+
+
+def _needs_onnx() -> None:
+    """The engine's tests need the `onnx` extra (the full suite's venv has it, the core one not)."""
+    for name in ("onnxruntime", "onnx", "onnxscript"):
+        pytest.importorskip(name)
+
+
+# largest |difference| from fp32 of the states: onnx is the same fp32 model (float rounding);
+# onnx-int8 quantizes every Linear layer (int8's is 0.3 with the subword encoder in float)
+TOLERANCE = {"onnx": 1e-4, "onnx-int8": 0.5}
+IN_ONNX = {
+    "onnx": ["char_encoder.words", "subword_encoder"],
+    "onnx-int8": ["char_encoder.words", "char_layers.0", "sub_layers.0", "subword_encoder"],
+}
+LONG = "a long one, with many words and 😀 emoji " * 10
+
+
+@pytest.fixture(scope="module")
+def grown_dir(tmp_path_factory, bert_dir):
+    out = tmp_path_factory.mktemp("grown")
+    grow_char_encoder(bert_dir, out, k=1, char_width=32, char_heads=2, hash_buckets=512, seed=0)
+    return out
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory, grown_dir, bert_dir):
+    """The shipped shape on tiny backbones: a grown char encoder, m = 1, NER on both sides."""
+    _needs_onnx()
+    nlp = build(grown_dir, bert_dir, components=("ner",), side="both", n_coattention=1)
+    train(nlp, n_steps=4)
+    out = tmp_path_factory.mktemp("pipeline") / "p"
+    nlp.to_disk(out)
+    return out
+
+
+def _load(path, mode):
+    return spacy.load(path, config={"components": {"entangle": {"inference": mode, "store_output": True}}})
+
+
+def _states(nlp, texts):
+    return [(d._.entangle.subword, d._.entangle.char) for d in nlp.pipe(texts)]
+
+
+@pytest.mark.parametrize("mode", ["onnx", "onnx-int8"])
+def test_engine_outputs_are_close_to_fp32_and_padding_invariant(saved, mode):
+    texts = [text for text, _, _ in TEXTS] + ["   ", LONG]
+    exact = _states(_load(saved, "fp32"), texts)
+    fast = _load(saved, mode)
+    shim = fast.get_pipe("entangle").model.shims[0]
+    assert shim.inference == mode
+    approx = _states(fast, texts)
+    from spacy_entangle.modeling.engines.onnx import parts
+
+    # the grown encoder's own front end stays in PyTorch, and the co-attention in fp32
+    assert sorted(parts(shim._fast_model)) == IN_ONNX[mode]
+    for (es, ec), (fs, fc) in zip(exact, approx):
+        assert es.shape == fs.shape and ec.shape == fc.shape
+        assert numpy.abs(es - fs).max() < TOLERANCE[mode]
+        assert numpy.abs(ec - fc).max() < TOLERANCE[mode]
+    # a doc alone and in a batch padded to a long doc's length: the same states
+    entangle = fast.get_pipe("entangle")
+    alone = entangle.predict([fast.make_doc(texts[1])])[0]
+    batched = entangle.predict([fast.make_doc(texts[1]), fast.make_doc(LONG)])[0]
+    numpy.testing.assert_allclose(alone.subword, batched.subword, atol=1e-5)
+    numpy.testing.assert_allclose(alone.char, batched.char, atol=1e-5)
+
+
+def test_onnx_follows_training_and_keeps_attention_maps_exact(saved):
+    """Training changes the weights: the next prediction exports them again. With the
+    co-attention maps kept (store_attention) the exact model predicts: graphs return states."""
+    nlp = _load(saved, "onnx")
+    texts = [text for text, _, _ in TEXTS]
+    before = _states(nlp, texts)
+    shim = nlp.get_pipe("entangle").model.shims[0]
+    assert shim._fast_model is not None
+    nlp.update(examples(nlp), sgd=SGD(0.05))
+    assert shim._fast_model is None, "the copy is dropped when the weights change"
+    after = _states(nlp, texts)
+    assert any(numpy.abs(a[0] - b[0]).max() > 1e-4 for a, b in zip(before, after))
+    nlp.get_pipe("entangle").store_attention = True
+    doc = nlp(texts[0])
+    assert doc._.entangle_attention, "the maps of the exact model"
+
+
+def test_canine_char_encoder_runs_whole_in_onnx_or_in_torch_with_a_warning(canine_dir, bert_dir, tmp_path):
+    """A char encoder without Hugging Face parts (CANINE) is exported whole; when it does not
+    export, it runs in PyTorch with a warning naming it, never failing the prediction."""
+    _needs_onnx()
+    nlp = build(canine_dir, bert_dir, components=("ner",), side="both", n_coattention=1)
+    train(nlp, n_steps=2)
+    nlp.to_disk(tmp_path / "p")
+    texts = [text for text, _, _ in TEXTS]
+    exact = _states(_load(tmp_path / "p", "fp32"), texts)
+    fast = _load(tmp_path / "p", "onnx")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        approx = _states(fast, texts)
+    from spacy_entangle.modeling.engines.onnx import parts
+
+    ran = parts(fast.get_pipe("entangle").model.shims[0]._fast_model)
+    failed = [str(w.message) for w in caught if "ONNX export of char_encoder failed" in str(w.message)]
+    assert ("char_encoder" in ran) != bool(failed), (ran, failed)
+    for (es, ec), (fs, fc) in zip(exact, approx):
+        assert numpy.abs(es - fs).max() < 1e-4 and numpy.abs(ec - fc).max() < 1e-4
+
+
+def test_missing_onnxruntime_is_a_clear_error_at_load(grown_dir, bert_dir, tmp_path, monkeypatch):
+    """In the core venv onnxruntime is really absent; elsewhere `import onnxruntime` is made to
+    meet what it meets then."""
+    nlp = build(grown_dir, bert_dir, components=("ner",), side="both", n_coattention=1)
+    nlp.initialize(lambda: examples(nlp))
+    nlp.to_disk(tmp_path / "p")
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(ModuleNotFoundError, match=r"onnxruntime.*pip install 'spacy-entangle\[onnx\]'"):
+        _load(tmp_path / "p", "onnx-int8")
+
+
+@pytest.mark.parametrize("mode", ["onnx", "onnx-int8"])
+def test_onnx_modes_elsewhere_than_the_cpu_predict_fp32_with_a_warning(mode):
+    with pytest.warns(UserWarning, match="CPU only"):
+        assert inference_on_device(mode, "cuda") == "fp32"
+    assert inference_on_device(mode, "cpu") == mode
+
+
+def test_bf16_on_a_cpu_without_amx_warns_and_still_runs_bf16():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert inference_on_device("bf16", "cpu") == "bf16"
+    slower = [w for w in caught if "without AMX" in str(w.message)]
+    assert bool(slower) == (not cpu_has_amx())
