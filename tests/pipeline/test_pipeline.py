@@ -354,7 +354,11 @@ def test_the_inference_literal_lists_the_modes():
     from spacy_entangle.modeling.inference import INFERENCE_MODES
     from spacy_entangle.pipeline.entangle import make_entangle
 
-    assert get_args(get_type_hints(make_entangle)["inference"]) == INFERENCE_MODES == ("fp32", "int8", "bf16", "onnx", "onnx-int8")
+    assert (
+        get_args(get_type_hints(make_entangle)["inference"])
+        == INFERENCE_MODES
+        == ("fp32", "int8", "bf16", "onnx", "onnx-int8")
+    )
 
 
 def _readme_python_block(heading: str) -> str:
