@@ -12,7 +12,6 @@ import spacy
 from _pipelines import TEXTS, build, examples, train
 from thinc.api import SGD
 
-from spacy_entangle.modeling.grown import grow_char_encoder
 from spacy_entangle.modeling.inference import cpu_has_amx, inference_on_device
 
 
@@ -30,13 +29,6 @@ IN_ONNX = {
     "onnx-int8": ["char_encoder.words", "char_layers.0", "sub_layers.0", "subword_encoder"],
 }
 LONG = "a long one, with many words and 😀 emoji " * 10
-
-
-@pytest.fixture(scope="module")
-def grown_dir(tmp_path_factory, bert_dir):
-    out = tmp_path_factory.mktemp("grown")
-    grow_char_encoder(bert_dir, out, k=1, char_width=32, char_heads=2, hash_buckets=512, seed=0)
-    return out
 
 
 @pytest.fixture(scope="module")

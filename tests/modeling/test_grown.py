@@ -19,13 +19,6 @@ from tests.tokenization.test_alignment import HARD_TEXTS, _check
 
 
 @pytest.fixture(scope="module")
-def grown_dir(tmp_path_factory, bert_dir):
-    out = tmp_path_factory.mktemp("grown")
-    grow_char_encoder(bert_dir, out, k=1, char_width=32, char_heads=2, hash_buckets=512, seed=0)
-    return out
-
-
-@pytest.fixture(scope="module")
 def grown_model(grown_dir):
     return AutoModel.from_pretrained(grown_dir).eval()
 
