@@ -48,7 +48,9 @@ def main(argv: List[str]) -> int:
         inference.ONNX_INT8_FLOAT_PREFIXES = (*inference.ONNX_INT8_FLOAT_PREFIXES, *args.keep_float)
     fp32 = scores(args.pipeline, args.corpora, "fp32")
     by_mode = {mode: scores(args.pipeline, args.corpora, mode) for mode in args.modes}
-    print(f"float in int8: {', '.join(inference.FLOAT_PREFIXES)} and what the char encoder's registered design keeps (CharDesign.int8_keep_float)")
+    print(
+        f"float in int8: {', '.join(inference.FLOAT_PREFIXES)} and what the char encoder's registered design keeps (CharDesign.int8_keep_float)"
+    )
     print(f"float in onnx-int8: {', '.join(inference.ONNX_INT8_FLOAT_PREFIXES) or 'nothing'}")
     for mode, got in by_mode.items():
         print(f"{'corpus':<28} {'fp32':>7} {mode:>9} {mode + ' - fp32':>16}")
