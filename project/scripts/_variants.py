@@ -4,10 +4,11 @@ each seed's pipeline and metrics live."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable, Optional, Tuple
 
 import typer
 
@@ -25,7 +26,17 @@ ENCODER_DIRS = {
     "grown-canine": "grown-canine",
 }
 DEFAULT = "default"  # char_encoder of a variant that follows the project's `char_encoder`
-KEYS = {"config", "char_encoder", "side", "augment", "char_backbone", "subword_backbone", "component", "side_key"}
+KEYS = {
+    "config",
+    "char_encoder",
+    "side",
+    "augment",
+    "char_backbone",
+    "subword_backbone",
+    "component",
+    "side_key",
+    "settings",
+}
 
 app = typer.Typer(
     name="variants.py",
@@ -50,6 +61,9 @@ class Variant:
     subword_backbone: Optional[str] = None
     component: str = "ner"
     side_key: str = "model.tok2vec.side"  # where the component's config holds `side`
+    # config overrides of this variant alone, {dotted.key: value}: a recipe's own settings
+    # (e.g. components.entangle.model.backbone_lr_scale), so each row is one variant name
+    settings: Tuple[Tuple[str, str], ...] = ()
 
     @property
     def is_entangle(self) -> bool:
@@ -79,7 +93,11 @@ def load_variants(path: Path = HERE / "variants.yml") -> Dict[str, Variant]:
             raise ValueError(f"{path}: variant {name!r}: unknown keys {sorted(unknown)}")
         if "config" not in spec:
             raise ValueError(f"{path}: variant {name!r} names no config")
-        variant = Variant(name=name, **spec)
+        settings = spec.pop("settings", None) or {}
+        if not isinstance(settings, dict):
+            raise ValueError(f"{path}: variant {name!r}: settings must be a mapping of config keys to values")
+        pairs = tuple((str(k), json.dumps(v) if not isinstance(v, str) else v) for k, v in settings.items())
+        variant = Variant(name=name, settings=pairs, **spec)
         if variant.char_encoder not in (None, DEFAULT, *ENCODERS):
             raise ValueError(f"{path}: variant {name!r}: char_encoder must be one of {(DEFAULT,) + ENCODERS} or null")
         if variant.side not in SIDES:

@@ -110,6 +110,8 @@ def train_command(
     if variant.augment:
         augmenter = {"@augmenters": "spacy-entangle.char_noise_augmenter.v1", "level": aug_level, "rate": aug_rate}
         cmd += ["--corpora.train.augmenter", json.dumps(augmenter)]
+    # the variant's own settings (variants.yml), then the command line's, which win
+    cmd += [item for key, value in variant.settings for item in (f"--{key}", value)]
     for override in overrides:
         key, sep, value = override.partition("=")
         if not sep or not key:

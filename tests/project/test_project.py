@@ -269,6 +269,11 @@ def test_every_variant_trains_with_its_settings():
     spancat = command("entangle-spancat")
     assert "../configs/spancat_cpu.cfg" in spancat and "--components.spancat.model.tok2vec.side subword" in spancat
     assert "components.ner" not in spancat
+    # a variant's own settings (the decisive-win levers), before the command line's
+    lr = command("entangle-aug-lr")
+    assert "--components.entangle.model.backbone_lr_scale 0.667" in lr and augmenter in lr
+    assert "backbone_lr_scale" not in command("entangle-aug")
+    assert lr.index("backbone_lr_scale") < lr.index("--nlp.batch_size 16")
     paper = command("paper", max_steps=None, eval_frequency=None)
     assert "--paths.char_backbone google/canine-s" in paper and "--paths.subword_backbone roberta-base" in paper
     assert "max_steps" not in paper  # the paper config's own budget
@@ -284,6 +289,7 @@ def test_variants_file_errors_name_the_variant(tmp_path):
         ("variants:\n  x:\n    config: a.cfg\n    side: left\n", "variant 'x': side must be"),
         ("variants:\n  x:\n    config: a.cfg\n    char_encoder: great\n", "variant 'x': char_encoder"),
         ("variants:\n  x:\n    config: a.cfg\n    seeds: 3\n", "variant 'x': unknown keys ['seeds']"),
+        ("variants:\n  x:\n    config: a.cfg\n    settings: 3\n", "variant 'x': settings must be a mapping"),
     ]:
         bad.write_text(text)
         with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
