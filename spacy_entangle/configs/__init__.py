@@ -48,9 +48,10 @@ def build_config(
     `base`, a partial config (e.g. only [nlp] and [components]), is merged over the preset,
     its values winning: `spacy init fill-config` for entangle pipelines, with the preset's
     optimizer, schedule and batches where spaCy would fill in its own defaults (Adam at 1e-3,
-    no warm-up). `lang` is nlp.lang (None: the base's, else the preset's, "en"). Validated by
+    no warm-up); a component the base sources (`source = ...`) keeps the base's block alone
+    (the preset's factory settings would be unexpected arguments there). `lang` is nlp.lang (None: the base's, else the preset's, "en"). Validated by
     building the pipeline (the backbones are not loaded)."""
-    from spacy.util import load_model_from_config
+    from spacy.util import get_sourced_components, load_model_from_config
 
     tasks = list(dict.fromkeys(t.strip() for t in pipeline if t.strip()))
     unknown = [t for t in tasks if t not in TASKS]
@@ -68,6 +69,9 @@ def build_config(
         config["components"]["entangle"]["model"].update(dict.fromkeys(SIZED_FROM_BACKBONES))
     if base is not None:
         config = config.merge(Config(base, is_interpolated=False))
+        for name, block in base.get("components", {}).items():
+            if "source" in block:  # a sourced component is the base's block alone, as in spaCy
+                config["components"][name] = dict(block)
         missing = [name for name in config["nlp"]["pipeline"] if name not in config["components"]]
         if missing:
             raise ValueError(f"[nlp] pipeline names components without a [components.NAME] block: {', '.join(missing)}")
@@ -82,4 +86,8 @@ def build_config(
     if subword_backbone:
         config["paths"]["subword_backbone"] = str(subword_backbone)
     nlp = load_model_from_config(config, auto_fill=True, validate=True)
-    return nlp.config
+    filled = nlp.config
+    # loading replaced the sourced blocks with their pipelines' configs: put them back, as
+    # `spacy init fill-config` does, so that training sources them again
+    filled["components"].update(get_sourced_components(config))
+    return filled

@@ -228,6 +228,47 @@ def test_a_minimal_config_is_filled_from_the_preset_not_from_spacys_defaults(tmp
     assert result.returncode == 1 and "without a [components.NAME] block: mine" in result.output, result.output
 
 
+SOURCED = """
+[nlp]
+lang = "en"
+pipeline = ["entangle","ner","tagger"]
+
+[components]
+
+[components.entangle]
+source = "{src}"
+
+[components.ner]
+source = "{src}"
+"""
+
+
+def test_init_config_base_with_sourced_components(tmp_path, canine_dir, bert_dir):
+    """`init-config --base` where the base sources trained components (spaCy's `source =`):
+    the sourced blocks stay `source` alone (the preset's factory settings were unexpected
+    arguments there), the preset adds the new tagger listening to the sourced entangle, and
+    spaCy builds the written config."""
+    import spacy
+    from _pipelines import build
+    from spacy.util import load_config, load_model_from_config
+
+    src = tmp_path / "trained"
+    trained = build(canine_dir, bert_dir, components=("ner",))
+    trained.initialize()
+    trained.to_disk(src)
+    base = tmp_path / "base.cfg"
+    base.write_text(SOURCED.format(src=src), encoding="utf8")
+    out = tmp_path / "out.cfg"
+    result = cli("init-config", str(out), "--pipeline", "tagger", "--base", str(base))
+    assert result.returncode == 0, result.output
+    cfg = load_config(out, interpolate=False)
+    assert cfg["components"]["entangle"] == cfg["components"]["ner"] == {"source": str(src)}
+    assert cfg["components"]["tagger"]["model"]["tok2vec"]["upstream"] == "entangle"
+    nlp = load_model_from_config(cfg, auto_fill=True, validate=True)
+    assert nlp.pipe_names == ["entangle", "ner", "tagger"]
+    assert spacy.load(src).get_pipe("ner").labels == nlp.get_pipe("ner").labels
+
+
 def test_paper_baseline_configs_build(bert_dir):
     """The paper baselines fill and build (on a local backbone: their hub names are not
     reachable here, and they train on a GPU)."""
