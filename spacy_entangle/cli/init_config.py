@@ -22,7 +22,7 @@ def init_config_cli(
     preset: str = typer.Option(
         "cpu",
         "--preset",
-        help="cpu (MiniLM-L6 + a small CANINE, made by the project) or paper (roberta-base + google/canine-s, GPU)",
+        help="cpu (en_entangle_wnut's recipe: MiniLM-L6 + the char encoder grown from it, backbones/grown, made by the project's `pretrain-grown`) or paper (roberta-base + google/canine-s, GPU)",
     ),
     char_backbone: Optional[str] = typer.Option(
         None,

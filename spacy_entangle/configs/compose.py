@@ -1,5 +1,6 @@
 """Training configs composed from parts: one base per preset (parts/bases/) plus one block per
-task component (parts/tasks/), as spaCy's `init config` fills one template. The shipped
+task component (parts/tasks/, with what a preset changes in it in parts/overlays/), as spaCy's
+`init config` fills one template. The shipped
 configs (configs/*.cfg, which the projects read and users copy) are generated from these
 parts by `python -m spacy_entangle.configs --write`; a test checks that they are equal.
 
@@ -155,9 +156,10 @@ def _nlp_section(part: Part, base: str) -> Section:
 
 
 def compose(base: str, tasks: Sequence[str], extra: str = "") -> Tuple[Part, List[str]]:
-    """A base, the task blocks in order, then `extra` (a config text whose leading comment
-    is the header of the result, and whose values win). [nlp] pipeline gains each task's
-    component. Returns the merged part and the header lines."""
+    """A base, the task blocks in order (each followed by the base's overlay for it,
+    parts/overlays/BASE.TASK.cfg, when there is one), then `extra` (a config text whose
+    leading comment is the header of the result, and whose values win). [nlp] pipeline gains
+    each task's component. Returns the merged part and the header lines."""
     merged = read_part("bases", base)
     pipeline = list(srsly.json_loads(_nlp_section(merged, base).entries["pipeline"].line.split("=", 1)[1]))
     for task in tasks:
@@ -166,6 +168,9 @@ def compose(base: str, tasks: Sequence[str], extra: str = "") -> Tuple[Part, Lis
         if clash:
             raise ValueError(f"the task blocks add the component {clash[0]!r} twice")
         merged = merge(merged, block)
+        overlay = PARTS_DIR / "overlays" / f"{base}.{task}.cfg"
+        if overlay.is_file():  # what this preset changes in the task's block
+            merged = merge(merged, parse(overlay.read_text(encoding="utf8"), str(overlay)))
         pipeline += block.components()
     nlp = _nlp_section(merged, base)
     nlp.entries["pipeline"] = Entry(f"pipeline = {srsly.json_dumps(pipeline)}", nlp.entries["pipeline"].comments)

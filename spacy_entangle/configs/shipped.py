@@ -11,12 +11,13 @@ SHIPPED: Dict[str, Recipe] = {
         "entangle_cpu",
         ("ner",),
         """\
-# WNUT-17 NER, CPU preset: pretrained MiniLM-L6 (subword side) + a small CANINE (char side,
-# 2 layers, 256 wide) that the project pretrains itself on unlabeled tweets, since no
-# pretrained character encoder is reachable offline: `pretrain-chars` (masked characters +
-# noisy-word reconstruction, backbones/canine-masked) or `pretrain-distill` (the same plus
-# distillation of MiniLM's word states, backbones/canine-distilled), both starting from the
-# random-initialised CANINE of `backbones` (python -m spacy_entangle init-backbone ...).
+# WNUT-17 NER, CPU preset: the recipe of the shipped en_entangle_wnut (project/project.yml's
+# ship_variant, `entangle-both`): pretrained MiniLM-L6 (subword side) + the char encoder grown
+# from it (backbones/grown, see [paths]: no pretrained character encoder is reachable offline),
+# NER on both sides. Train from project/, where `backbones` and `pretrain-grown` put the two
+# encoders. The comparison's other char encoders go in with --paths.char_backbone (e.g.
+# backbones/canine-masked from `pretrain-chars`), the other sides with
+# --components.ner.model.tok2vec.side subword|char.
 """,
     ),
     "ner_paper.cfg": Recipe(
@@ -39,6 +40,7 @@ SHIPPED: Dict[str, Recipe] = {
 # MiniLM; the WNUT project's backbones/canine-masked) goes in with --paths.char_backbone.
 
 [paths]
+# this task's project makes it (`backbones`); not the CPU base's backbones/grown
 char_backbone = "backbones/canine-random"
 """,
     ),
@@ -62,6 +64,7 @@ char_backbone = "backbones/canine-random"
 # MiniLM; the WNUT project's backbones/canine-masked) goes in with --paths.char_backbone.
 
 [paths]
+# this task's project makes it (`backbones`); not the CPU base's backbones/grown
 char_backbone = "backbones/canine-random"
 """,
     ),
@@ -86,6 +89,7 @@ char_backbone = "backbones/canine-random"
 # the tokens (spacy.TextCatReduce.v1) instead of the paper's first-state head.
 
 [paths]
+# this task's project makes it (`backbones`); not the CPU base's backbones/grown
 char_backbone = "backbones/canine-random"
 """,
     ),
@@ -94,7 +98,7 @@ char_backbone = "backbones/canine-random"
         ("spancat",),
         """\
 # WNUT-17 entities with CONFIDENCE SCORES, CPU preset: the same entangle component as
-# ner_cpu.cfg (MiniLM-L6 + the project's pretrained small CANINE, m = 1), with spaCy's
+# ner_cpu.cfg (MiniLM-L6 + the char encoder grown from it, backbones/grown, m = 1), with spaCy's
 # `spancat` listening to the subword side instead of the transition-based `ner`: every
 # n-gram of 1-5 tokens is scored per label (sigmoid), spans above `threshold` go to
 # doc.spans["sc"] with their probability in doc.spans["sc"].attrs["scores"].
@@ -115,6 +119,7 @@ char_backbone = "backbones/canine-random"
 # The char-only baseline with the same head: char_tagger_charonly_cpu.cfg.
 
 [paths]
+# this task's project makes it (`backbones`); not the CPU base's backbones/grown
 char_backbone = "backbones/canine-random"
 
 [nlp]
@@ -139,6 +144,7 @@ total_steps = 1000
 # The subword backbone is still loaded (its tokenizer sizes the windows) and saved, unused.
 
 [paths]
+# this task's project makes it (`backbones`); not the CPU base's backbones/grown
 char_backbone = "backbones/canine-random"
 
 [nlp]
