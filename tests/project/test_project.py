@@ -127,8 +127,11 @@ def test_project_yml_is_valid():
         "--force",
     ]:
         assert part in train, part
+    # the model's wheel at the top of packages/ (spacy package builds it in a dist/ folder), so
+    # `install` installs it by name, as the README tells users
     wheel = commands["install"]["deps"][0]
-    assert wheel == "packages/en_entangle_wnut-0.1.0/dist/en_entangle_wnut-0.1.0-py3-none-any.whl"
+    assert wheel == "packages/en_entangle_wnut-0.1.0-py3-none-any.whl" == commands["package"]["outputs"][0]
+    assert "pip install --find-links packages en_entangle_wnut==0.1.0" in commands["install"]["script"]
     # every dependency is a file the project makes, a config, or the data folder
     made = {o for c in commands.values() for o in c.get("outputs", [])}
     for name, cmd in commands.items():
@@ -197,6 +200,7 @@ def test_project_yml_is_valid():
         "data.py",
         "package_meta.py",
         "check_package.py",
+        "copy_wheel.py",
         "plot_pretrain.py",
     ]:
         assert (PROJECT / "scripts" / script).exists()
@@ -379,7 +383,8 @@ def test_dry_run_of_all(tmp_path):
         f"-m spacy package training/{ship}/seed0/model-best packages --name entangle_wnut",
         "-m build --wheel --no-isolation --outdir packages ..",
         "pip uninstall -y -q en_entangle_wnut",
-        "pip install --find-links packages packages/en_entangle_wnut-0.1.0/dist/",
+        "scripts/copy_wheel.py packages/en_entangle_wnut-0.1.0/dist/en_entangle_wnut-0.1.0-py3-none-any.whl packages",
+        "pip install --find-links packages en_entangle_wnut==0.1.0",
         "scripts/check_package.py en_entangle_wnut",
     ]:
         assert part in out, part
@@ -608,8 +613,8 @@ def test_wnut_project_end_to_end(tmp_path):
     assert not (project / "metrics" / ship / "seed0_test.json").exists()
     timing = json.loads((project / "metrics" / ship / "seed0_train_time.json").read_text())
     assert timing["seconds"] > 0 and "--system.seed" in timing["command"]
-    wheel = project / "packages" / "en_entangle_wnut-0.0.1" / "dist" / "en_entangle_wnut-0.0.1-py3-none-any.whl"
-    assert wheel.exists()
+    # both wheels at the top of packages/: pip finds them there by name (below)
+    assert (project / "packages" / "en_entangle_wnut-0.0.1-py3-none-any.whl").exists()
     # the spacy-entangle wheel beside it: `pip install --find-links packages` resolves the requirement
     assert list((project / "packages").glob("spacy_entangle-*-py3-none-any.whl"))
     meta = json.loads((project / "packages" / "en_entangle_wnut-0.0.1" / "meta.json").read_text())
@@ -638,13 +643,14 @@ def test_wnut_project_end_to_end(tmp_path):
     # a changed setting re-runs
     _, out = weasel(project, "train", dict(v, max_steps=3), env=TINY_ENV, dry=True)
     assert "Skipping" not in out
-    # the wheel, installed into a folder of its own (not this environment), loaded by name
+    # the wheel, installed BY NAME from packages/ (the README's `pip install --find-links
+    # packages en_entangle_wnut`) into a folder of its own (not this environment), loaded by name
     site = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
-        check=True,
-        capture_output=True,
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site)]
+    r = subprocess.run(
+        pip + ["--find-links", str(project / "packages"), "en_entangle_wnut==0.0.1"], capture_output=True, text=True
     )
+    assert r.returncode == 0, r.stdout + r.stderr
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = offline_env({"PYTHONPATH": str(site)})
