@@ -64,6 +64,9 @@ def test_wheel_holds_the_configs_licence_and_entry_points(wheel):
     (transformers,) = [Requirement(r) for r in core if Requirement(r).name == "transformers"]
     assert transformers.specifier == SpecifierSet(TRANSFORMERS_RANGE)  # the range import checks
     assert any(r.startswith("spacy-transformers") and 'extra == "baseline"' in r for r in requires)
+    # `explain --out FILE.png` names this extra when matplotlib is missing; the library needs none
+    assert any(r.startswith("matplotlib") and 'extra == "explain"' in r for r in requires)
+    assert not [r for r in core if r.startswith("matplotlib")]
 
 
 def test_the_wheel_marks_the_package_as_typed(wheel):

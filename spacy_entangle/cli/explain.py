@@ -1,10 +1,11 @@
 """`explain`: draw the co-attention maps of a trained pipeline on one text (which
 characters each subword piece reads, and which pieces each character reads), per module,
-head-averaged, as a PNG (matplotlib) or a self-contained HTML page."""
+head-averaged, as a PNG (matplotlib: the `explain` extra; a long text in tiles) or a
+self-contained HTML page."""
 
 import html
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import numpy
 import typer
@@ -53,11 +54,27 @@ def explain_text(nlp: Language, text: str) -> List[Dict[str, Any]]:
     return maps
 
 
+MATPLOTLIB_HINT = (
+    'a PNG needs matplotlib: pip install matplotlib (or pip install "spacy-entangle[explain]"), or write .html'
+)
+# the most characters one tile of the PNG shows: a longer window is drawn as several tiles,
+# one under the other, so the picture stays readable (and about 1,500 px wide)
+TILE_CHARS = 40
+
+
+def require_matplotlib() -> None:
+    """Fail before the model loads (seconds) when a PNG cannot be drawn: matplotlib is not
+    a dependency of the library, only of its `explain` extra."""
+    from importlib.util import find_spec
+
+    if find_spec("matplotlib") is None:
+        raise ValueError(MATPLOTLIB_HINT)
+
+
 def write_png(maps: List[Dict[str, Any]], out: Path, title: str) -> None:
-    try:
-        import matplotlib
-    except ImportError as err:  # matplotlib is in the test/project extras only
-        raise ValueError("a PNG needs matplotlib (pip install matplotlib), or write .html") from err
+    require_matplotlib()
+    import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -67,43 +84,75 @@ def write_png(maps: List[Dict[str, Any]], out: Path, title: str) -> None:
     plt.close(fig)
 
 
-def draw_maps(maps: List[Dict[str, Any]], title: str) -> Any:
-    """The first window's maps as a matplotlib figure: per module, two heat maps, each with
-    its colour scale (weights are probabilities; each panel is scaled to its own peak)."""
+def char_tiles(window: Dict[str, Any], width: int = TILE_CHARS) -> List[Tuple[int, int, List[int]]]:
+    """The window's characters cut into stretches of at most ``width`` (at a space where one
+    falls in the stretch's second half), each with the pieces whose characters overlap it:
+    (first char, end char, piece indices). [CLS] and [SEP] sit on their own characters."""
+    n_chars, n_pieces, start = len(window["chars"]), len(window["pieces"]), int(window.get("start", 0))
+    offsets = window.get("piece_offsets")
+    spans = []
+    for p in range(n_pieces):
+        a, b = (int(x) for x in offsets[p]) if offsets is not None else (-1, -1)
+        if a < 0:  # a special piece: [CLS] first, [SEP] last
+            lo = 0 if p == 0 else n_chars - 1
+            spans.append((lo, lo + 1))
+        else:
+            spans.append((a - start + 1, max(b, a + 1) - start + 1))
+    tiles, i = [], 0
+    while i < n_chars:
+        end = min(i + width, n_chars)
+        if end < n_chars:
+            spaces = [k + 1 for k in range(i + width // 2, end) if not window["chars"][k].strip()]
+            end = spaces[-1] if spaces else end
+        tiles.append((i, end, [p for p, (lo, hi) in enumerate(spans) if lo < end and hi > i]))
+        i = end
+    return tiles
+
+
+def draw_maps(maps: List[Dict[str, Any]], title: str, width: int = TILE_CHARS) -> Any:
+    """The first window's maps as a matplotlib figure: per module and stretch of at most
+    ``width`` characters (char_tiles), two heat maps side by side, characters along x and the
+    stretch's pieces along y; each direction has one colour scale over all its tiles (weights
+    are probabilities), so the stretches compare."""
     import matplotlib.pyplot as plt
 
     window = maps[0]
     n_modules = len(window["sub2char"])
     pieces, chars = window["pieces"], [c if c.strip() else "␣" for c in window["chars"]]
+    tiles = char_tiles(window, width)
+    rows = [(m, tile) for m in range(n_modules) for tile in tiles]
+    heights = [0.2 * max(len(tile[2]), 4) + 1.0 for _, tile in rows]
+    widest = max(end - first for first, end, _ in tiles)
     fig, axes = plt.subplots(
-        n_modules,
+        len(rows),
         2,
         squeeze=False,
-        figsize=(
-            max(8.0, 0.18 * len(chars) + 0.18 * len(pieces) + 4),
-            max(3.0, n_modules * (0.2 * max(len(pieces), 12) + 1.2)),
-        ),
+        figsize=(2 * (0.14 * widest + 1.4), sum(heights) + 0.6),
+        gridspec_kw={"height_ratios": heights},
     )
-    for m in range(n_modules):
-        for col, (key, rows, cols, label) in enumerate(
-            (
-                ("sub2char", pieces, chars, "subword → characters"),
-                ("char2sub", chars, pieces, "character → subwords"),
-            )
+    for r, (m, (first, end, rows_at)) in enumerate(rows):
+        where = f", characters {first}–{end - 1}" if len(tiles) > 1 else ""
+        for col, (key, label) in enumerate(
+            (("sub2char", "subword → characters"), ("char2sub", "character → subwords (columns sum to 1)"))
         ):
-            ax = axes[m][col]
-            weights = window[key][m]
-            if key == "char2sub":  # characters along x, like the left panel
-                weights, rows, cols = weights.T, cols, rows
-            image = ax.imshow(weights, aspect="auto", cmap="viridis", interpolation="nearest")
+            ax = axes[r][col]
+            weights = window[key][m] if key == "sub2char" else window[key][m].T  # pieces x characters
+            image = ax.imshow(
+                weights[rows_at, first:end],
+                aspect="auto",
+                cmap="viridis",
+                interpolation="nearest",
+                vmin=0.0,
+                vmax=float(weights.max()) or 1.0,
+            )
             scale = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
             scale.set_label("attention weight", fontsize=7)
             scale.ax.tick_params(labelsize=6)
-            ax.set_yticks(range(len(rows)))
-            ax.set_yticklabels(rows, fontsize=6)
-            ax.set_xticks(range(len(cols)))
-            ax.set_xticklabels(cols, fontsize=6, rotation=0 if key == "sub2char" else 90)
-            ax.set_title(f"module {m + 1}: {label}" + (" (columns sum to 1)" if key == "char2sub" else ""), fontsize=8)
+            ax.set_yticks(range(len(rows_at)))
+            ax.set_yticklabels([pieces[p] for p in rows_at], fontsize=6)
+            ax.set_xticks(range(end - first))
+            ax.set_xticklabels(chars[first:end], fontsize=6, rotation=90 if key == "char2sub" else 0)
+            ax.set_title(f"module {m + 1}{where}: {label}", fontsize=8)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig
@@ -159,6 +208,8 @@ def explain_cli(
     with cli_errors("explain", str(out)):
         if out.suffix.lower() not in FORMATS:
             raise ValueError(f"--out must end in {' or '.join(FORMATS)}, got {out.name!r}")
+        if out.suffix.lower() == ".png":
+            require_matplotlib()  # before the model's seconds of loading
         nlp = load_pipeline(pipeline)
         maps = explain_text(nlp, text)
         title = f"{pipeline}: {text if len(text) <= 80 else text[:77] + '...'}"

@@ -242,3 +242,54 @@ def test_an_unknown_pipeline_is_one_line_naming_it(tmp_path):
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("✘ explain failed: [E050]"), result.output
     assert "'nope_pipe'" in lines[0] and str(out) not in lines[0]
+
+
+TWEET = (
+    "@jon_b watching Star Wars: The Last Jedi at the Odeon in London tmrw w/ the whole crew!!! "
+    "can't wait 😀 #StarWars #TheLastJedi http://t.co/abc123 who else is going?? lol"
+)
+
+
+def _png_size(path):
+    """(width, height) from the PNG's IHDR chunk."""
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def test_a_tweet_is_drawn_in_readable_tiles(nlp, tmp_path):
+    """A tweet's maps are cut into stretches of at most TILE_CHARS characters, one under the
+    other, each with the pieces of its stretch: the PNG stays about 1,500 px wide (it was 4,241
+    before), and every character and piece is drawn."""
+    pytest.importorskip("matplotlib")
+    from spacy_entangle.cli.explain import TILE_CHARS, char_tiles, draw_maps, explain_text, write_png
+
+    maps = explain_text(nlp, TWEET)
+    window = maps[0]
+    tiles = char_tiles(window)
+    assert len(tiles) >= 4 and all(end - first <= TILE_CHARS for first, end, _ in tiles)
+    assert [t[0] for t in tiles[1:]] == [t[1] for t in tiles[:-1]] and tiles[-1][1] == len(window["chars"])
+    assert all(window["chars"][end - 1] == " " for _, end, _ in tiles[:-1])  # cut after a space here
+    drawn = {p for _, _, pieces in tiles for p in pieces}
+    assert drawn == set(range(len(window["pieces"])))
+    assert tiles[0][2][0] == 0 and tiles[-1][2][-1] == len(window["pieces"]) - 1  # [CLS], [SEP]
+    fig = draw_maps(maps, "tweet")
+    heat_maps = [ax for ax in fig.axes if ax.get_title()]
+    assert len(heat_maps) == 2 * 2 * len(tiles)  # 2 modules x 2 directions per tile
+    assert any("characters 0–" in ax.get_title() for ax in heat_maps)
+    write_png(maps, tmp_path / "tweet.png", "tweet")
+    width, height = _png_size(tmp_path / "tweet.png")
+    assert width <= 1600 and height > width, (width, height)
+
+
+def test_a_png_without_matplotlib_fails_before_loading_the_model(tmp_path, monkeypatch):
+    """No matplotlib (a plain install): one line naming the fix, before the model is even
+    looked for (the pipeline here does not exist: loading it would fail differently)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    out = tmp_path / "maps.png"
+    result = CliRunner().invoke(app, ["explain", str(tmp_path / "no-such-pipeline"), SHORT, "--out", str(out)])
+    assert result.exit_code == 1
+    assert "pip install matplotlib" in result.output and "spacy-entangle[explain]" in result.output
+    assert "no-such-pipeline" not in result.output and not out.exists()
