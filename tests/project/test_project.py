@@ -621,7 +621,11 @@ def test_wnut_project_end_to_end(tmp_path):
     assert meta["name"] == "entangle_wnut" and meta["lang"] == "en" and meta["version"] == "0.0.1"
     assert any(r.startswith("spacy-entangle>=") for r in meta["requirements"])
     assert meta["performance"]["ents_f"] == metrics["ents_f"]
-    assert meta["sources"][0]["license"] == "CC BY 4.0"
+    # every licence it holds: WNUT-17 (CC-BY-4.0), MiniLM and the grown encoder's copied layers
+    # (Apache-2.0; here the tiny BERT's MiniLM tokenizer), spacy-entangle's own weights (MIT)
+    assert meta["sources"][0]["license"] == "CC-BY-4.0"
+    assert meta["license"] == "CC-BY-4.0 AND Apache-2.0 AND MIT"
+    assert {p["license"] for p in meta["char_encoder"]["licenses"]} == {"Apache-2.0", "MIT"}
     # which variant it is and why (meta/selection.json, the `pretraining` workflow's `select`)
     assert meta["variant"]["name"] == ship and meta["variant"]["chosen_by_selection"]
     assert f"Variant: {ship}, NER on the" in meta["description"] and "It was chosen among" in meta["description"]
@@ -629,7 +633,8 @@ def test_wnut_project_end_to_end(tmp_path):
     # the model card: spaCy's README under the Hugging Face metadata header
     card = (project / "packages" / "en_entangle_wnut-0.0.1" / "README.md").read_text(encoding="utf8")
     header = srsly.yaml_loads(card.split("---\n")[1])
-    assert header["library_name"] == "spacy" and header["language"] == ["en"] and header["license"] == "cc-by-4.0"
+    assert header["library_name"] == "spacy" and header["language"] == ["en"] and header["license"] == "other"
+    assert header["license_name"] == "cc-by-4.0-and-apache-2.0-and-mit"
     assert header["model-index"][0]["results"][0]["metrics"][2] == {
         "name": "NER F1",
         "type": "f1",
