@@ -196,9 +196,9 @@ def run_local(
     progress: bool = True,
 ) -> None:
     """`nlp.pipe` over all shards in this process (or spaCy's `n_process` processes)."""
-    from tqdm import tqdm
+    from ..progress import progress_bar
 
-    with tqdm(total=sum(s.size for s in specs), unit="line", disable=not progress or None) as bar:
+    with progress_bar(total=sum(s.size for s in specs), unit="line", enabled=progress) as bar:
         for out in annotate_shards(nlp, specs, text_key=text_key, batch_size=batch_size, n_process=n_process):
             on_result(write_shard(output_dir, out.spec, fmt, out.docs, out.errors, out.docs_in))
             bar.update(out.spec.size)
@@ -256,8 +256,11 @@ def run_ray(
         return  # nothing left to do: no cluster to start
     ray = _init_ray(address)
     n = _pool_size(ray, num_workers, cpus_per_worker, gpus_per_worker)
-    ray.data.DataContext.get_current().enable_progress_bars = progress
-    if not progress:
+    from ..progress import bars_wanted
+
+    bars = bars_wanted(progress)  # Ray Data's own tqdm bars: the same rule as ours
+    ray.data.DataContext.get_current().enable_progress_bars = bars
+    if not bars:
         logging.getLogger("ray.data").setLevel(logging.WARNING)
     items = [{"spec": json.dumps(spec.to_dict())} for spec in specs]
     dataset = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(

@@ -110,7 +110,8 @@ def perturb_corpus(
     """A noisy copy of a .spacy corpus (written atomically), every annotation kept; the same
     seed gives the same output. An unreadable input is a ValueError naming the file."""
     from spacy.vocab import Vocab
-    from tqdm import tqdm
+
+    from ..progress import progress_bar
 
     chosen = check_attacks(rate, attacks)
     try:
@@ -120,8 +121,8 @@ def perturb_corpus(
     docs = list(docbin.get_docs(Vocab()))
     stats = PerturbStats(attacks=chosen, docs=len(docs))
     stream = perturb_docs(docs, rate, seed=seed, attacks=chosen, counts=stats.counts)
-    disable = not progress or len(docs) < 2000
-    new_docs = list(tqdm(stream, total=len(docs), desc="perturb", unit="doc", disable=disable, leave=False))
+    shown = progress and len(docs) >= 2000
+    new_docs = list(progress_bar(stream, enabled=shown, total=len(docs), desc="perturb", unit="doc", leave=False))
     write_docbin_atomic(new_docs, output_path)
     stats.words = sum(is_word(t) for doc in docs for t in doc)
     return stats

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence,
 
 import numpy
 import torch
-from tqdm import tqdm
 
+from ..progress import log_line, progress_bar
 from .checkpoint import CHECKPOINT, LOG_NAME, fingerprint, restore, save_checkpoint, start_state, truncate_log
 from .data import Batch, CharVocab, epoch_batches, make_batch, read_texts, split_dev
 from .distill import Teacher
@@ -24,6 +24,9 @@ from .settings import PretrainSettings
 
 if TYPE_CHECKING:  # transformers (which grow.py imports) loads when a model is built
     from transformers import PreTrainedModel
+
+# the figures of a log entry on the progress bar (and in the line per checkpoint of a log)
+SHOWN = ("mlm_loss", "noisy_loss", "distill_loss", "type_loss", "last_loss", "chars_per_s")
 
 
 def _schedule(optimizer: torch.optim.Optimizer, settings: PretrainSettings) -> Any:
@@ -247,8 +250,8 @@ class PretrainRun:
         settings = self.settings
         meter, chars, last_log = Meter(), 0, time.perf_counter()
         entry: Dict[str, Any] = {"step": self.step}
-        bar = tqdm(
-            total=settings.max_steps, initial=self.step, disable=not progress, unit="step", desc="pretrain-chars"
+        bar = progress_bar(
+            total=settings.max_steps, initial=self.step, enabled=progress, unit="step", desc="pretrain-chars"
         )
         with (self.out / LOG_NAME).open("a", encoding="utf8") as log:
             plan = self.batches()
@@ -272,9 +275,11 @@ class PretrainRun:
                         entry.update(self.evaluate())
                     log.write(json.dumps(entry) + "\n")
                     log.flush()
-                    bar.set_postfix(
-                        {k: entry[k] for k in ("mlm_loss", "noisy_loss", "distill_loss", "chars_per_s") if k in entry}
-                    )
+                    shown = {k: entry[k] for k in SHOWN if k in entry}
+                    bar.set_postfix(shown)
+                    if evaluate_now or last:  # a log, not a terminal: one line per checkpoint
+                        figures = ", ".join(f"{k} {v}" for k, v in shown.items())
+                        log_line(bar, progress, f"pretrain-chars step {self.step}/{settings.max_steps}: {figures}")
                     meter, chars, last_log = Meter(), 0, time.perf_counter()
                 if evaluate_now:
                     self.checkpoint()
