@@ -1,7 +1,7 @@
 """Progress bars by one rule: a tqdm bar on a terminal, none when stderr is not one (CI logs,
 `spacy project run ... > log`), where its carriage-return redraws would flood the file; such a
 log gets a plain line at the caller's pace instead (`log_line`, e.g. at each checkpoint). The
-rule is tqdm's own ``disable=None``, the check spaCy's printer (wasabi) makes for its colours."""
+rule is tqdm's own ``disable=None``, as spaCy's training logger (spacy.ConsoleLogger) sets it."""
 
 import sys
 from typing import Any, Iterable, Optional
