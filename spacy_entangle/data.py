@@ -3,7 +3,7 @@ and how a token reads its rows of it (pooling, shared by the listeners' layers a
 ``EntangleData.token_vectors``: this module sits below layers/ and imports nothing from it)."""
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Sequence, Tuple
 
 import numpy
 import srsly
@@ -104,30 +104,79 @@ class EntangleData:
 POOLERS: Dict[str, Callable[[], Model[Ragged, Floats2d]]] = {"first": reduce_first, "mean": reduce_mean}
 
 
+# tokens pooled at a time at prediction: a long doc's pooled vectors are written block by
+# block into one array (the gathered rows of a 1M-character doc were three copies of its states)
+POOL_BLOCK = 16384
+
+
 def pool_token_rows(
-    ops: Ops, datas: Sequence[EntangleData], sides: Sequence[str], reduce: Callable[[str, Ragged], Floats2d]
+    ops: Ops,
+    datas: Sequence[EntangleData],
+    sides: Sequence[str],
+    reduce: Callable[[str, Ragged], Floats2d],
+    block: Optional[int] = None,
 ) -> List[Floats2d]:
-    """One vector per token of each doc: per side, every token's rows (tokens in doc
-    order, docs in batch order) gathered into one Ragged that ``reduce`` pools; the sides
-    concatenated (subword ‖ char). ``reduce`` is not called for a side with no rows."""
-    per_side = []
-    for side in sides:
-        Xs = [d.side(side) for d in datas]
-        width = Xs[0].shape[1] if Xs else 0
-        gathered = [X[ops.asarray(getattr(d.align, f"{side}_rows"), dtype="int32")] for X, d in zip(Xs, datas)]
-        lengths = [ops.asarray1i(getattr(d.align, f"{side}_lengths")) for d in datas]
-        flat = ops.xp.concatenate(gathered, axis=0) if gathered else ops.alloc2f(0, width)
-        if flat.shape[0] == 0:
-            per_side.append(ops.alloc2f(0, width))
-        else:
-            per_side.append(reduce(side, Ragged(flat, ops.asarray1i(ops.xp.concatenate(lengths)))))
-    Y = per_side[0] if len(per_side) == 1 else ops.xp.hstack(per_side)
+    """One vector per token of each doc: per side, the tokens' rows (tokens in doc order,
+    docs in batch order) gathered into a Ragged that ``reduce`` pools, written into the
+    side's columns of one array (subword ‖ char); each doc's vectors are a view of it.
+    block: pool at most that many tokens per ``reduce`` call (None: each side in one call,
+    as a backward pass needs). ``reduce`` is not called for a side with no rows."""
+    lengths = {side: [numpy.asarray(getattr(d.align, f"{side}_lengths")) for d in datas] for side in sides}
+    n_tokens = [len(d.align.subword_lengths) for d in datas]
+    total = sum(n_tokens)
+    widths = [datas[0].side(side).shape[1] if datas else 0 for side in sides]
+    Y: Optional[Floats2d] = None
+    col = 0
+    for side, width in zip(sides, widths):
+        for start, pieces in _token_blocks(n_tokens, block or max(total, 1)):
+            parts = [_token_rows(ops, datas[d], side, lengths[side][d], a, b) for d, a, b in pieces]
+            flat = ops.xp.concatenate([rows for rows, _ in parts], axis=0)
+            if flat.shape[0] == 0:
+                continue
+            pooled = reduce(side, Ragged(flat, ops.asarray1i(numpy.concatenate([n for _, n in parts]))))
+            if len(sides) == 1 and pooled.shape[0] == total:
+                Y = pooled  # one side in one call: its output as it is
+                break
+            if Y is None:
+                Y = ops.alloc2f(total, sum(widths))
+            Y[start : start + pooled.shape[0], col : col + width] = pooled
+        col += width
+    if Y is None:
+        Y = ops.alloc2f(total, sum(widths))
     out, start = [], 0
-    for d in datas:
-        n = len(d.align.subword_lengths)
+    for n in n_tokens:
         out.append(Y[start : start + n])
         start += n
     return out
+
+
+def _token_blocks(n_tokens: Sequence[int], block: int) -> Iterator[Tuple[int, List[Tuple[int, int, int]]]]:
+    """Blocks of at most ``block`` tokens across the docs: each block's first token (counted
+    over the batch) and its (doc, first token, end token) pieces."""
+    pieces: List[Tuple[int, int, int]] = []
+    start = size = 0
+    for d, n in enumerate(n_tokens):
+        a = 0
+        while a < n:
+            b = min(n, a + block - size)
+            pieces.append((d, a, b))
+            size += b - a
+            a = b
+            if size == block:
+                yield start, pieces
+                start, pieces, size = start + size, [], 0
+    if pieces:
+        yield start, pieces
+
+
+def _token_rows(
+    ops: Ops, data: EntangleData, side: str, lengths: numpy.ndarray, a: int, b: int
+) -> Tuple[Floats2d, numpy.ndarray]:
+    """The rows tokens a..b of one doc read on ``side`` (gathered), and their lengths."""
+    rows = numpy.asarray(getattr(data.align, f"{side}_rows"))
+    first = int(lengths[:a].sum())
+    last = first + int(lengths[a:b].sum())
+    return data.side(side)[ops.asarray(rows[first:last], dtype="int32")], lengths[a:b]
 
 
 def pooled_token_vectors(datas: List[EntangleData], side: Side, pooling: Pooling) -> List[Floats2d]:
@@ -142,7 +191,7 @@ def pooled_token_vectors(datas: List[EntangleData], side: Side, pooling: Pooling
     ops = get_array_ops(datas[0].side(sides[0]))
     with use_ops(ops.name):
         layer = POOLERS[pooling]()
-    return pool_token_rows(ops, datas, sides, lambda _, rows: layer.predict(rows))
+    return pool_token_rows(ops, datas, sides, lambda _, rows: layer.predict(rows), POOL_BLOCK)
 
 
 # -- kept on the doc (store_output = true) ---------------------------------------------------

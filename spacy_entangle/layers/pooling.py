@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from thinc.api import Model, Ragged
 from thinc.types import Floats2d
 
-from ..data import POOLERS, EntangleData, Side, pool_token_rows, pooled_token_vectors, side_names
+from ..data import POOL_BLOCK, POOLERS, EntangleData, Side, pool_token_rows, pooled_token_vectors, side_names
 from .gradients import SideRows, rows_gradient
 
 # POOLERS and pooled_token_vectors live in data.py (EntangleData.token_vectors needs them there)
@@ -51,15 +51,20 @@ def pool_forward(
         Y, bp_pools[side] = pooling(rows, is_train)
         return Y
 
-    outputs = pool_token_rows(ops, datas, sides, reduce)
-    width = sum(datas[0].side(side).shape[1] for side in sides) if datas else 0
+    # a prediction pools block by block (one array, not copies of a long doc's states);
+    # training pools each side in one call, for one backward
+    outputs = pool_token_rows(ops, datas, sides, reduce, None if is_train else POOL_BLOCK)
+    # what the backward needs of the docs: not their states (a prediction frees them once pooled)
+    aligns = [d.align for d in datas]
+    shapes = [{side: d.side(side).shape for side in sides} for d in datas]
+    width = sum(shapes[0][side][1] for side in sides) if datas else 0
 
     def backprop(dYs: List[Floats2d]) -> List[EntangleData]:
         dY = ops.xp.concatenate(dYs, axis=0) if dYs else ops.alloc2f(0, width)
-        per_doc: List[List[SideRows]] = [[] for _ in datas]
+        per_doc: List[List[SideRows]] = [[] for _ in aligns]
         col = 0
         for side in sides:
-            side_width = datas[0].side(side).shape[1]
+            side_width = shapes[0][side][1]
             d_side = dY[:, col : col + side_width]
             col += side_width
             bp_pool: Optional[Callable] = bp_pools.get(side)
@@ -69,10 +74,10 @@ def pool_forward(
             if grad_factor != 1.0:
                 d_flat = d_flat * grad_factor
             start = 0
-            for parts, d in zip(per_doc, datas):
-                rows = getattr(d.align, f"{side}_rows")
-                parts.append((side, d.side(side).shape, rows, d_flat[start : start + len(rows)]))
+            for parts, align, shape in zip(per_doc, aligns, shapes):
+                rows = getattr(align, f"{side}_rows")
+                parts.append((side, shape[side], rows, d_flat[start : start + len(rows)]))
                 start += len(rows)
-        return [rows_gradient(ops, d.align, parts) for d, parts in zip(datas, per_doc)]
+        return [rows_gradient(ops, align, parts) for align, parts in zip(aligns, per_doc)]
 
     return outputs, backprop

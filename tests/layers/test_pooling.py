@@ -5,7 +5,8 @@ import ast
 from pathlib import Path
 
 import numpy
-from thinc.api import NumpyOps, reduce_mean
+import pytest
+from thinc.api import NumpyOps, reduce_first, reduce_mean
 
 import spacy_entangle.data
 from spacy_entangle.data import EntangleData
@@ -55,6 +56,29 @@ def test_mean_pooling_both_sides_forward_and_backward_by_hand():
     # char: token 0 rows 1, 2 (1/2 each), token 1 rows 3, 3, 4 (1/3 each, row 3 twice)
     numpy.testing.assert_allclose(first.char[:, 0], [0, 0.25, 0.25, 1 / 3, 1 / 6], rtol=1e-6)
     assert grads[1].subword.shape == (2, 3) and not grads[1].subword.any()
+
+
+@pytest.mark.parametrize("reduce", [reduce_mean, reduce_first])
+@pytest.mark.parametrize("block", [1, 2, 3, 100])
+def test_a_prediction_pools_in_blocks_of_tokens_the_vectors_of_one_call(reduce, block):
+    """Prediction pools a long doc block by block into one array (data.POOL_BLOCK): the same
+    vectors as training's one call per side, whatever the block and where docs end in it."""
+    datas = [
+        _data(4, 5, [[1], [2, 3], [0]], [[1, 2], [3, 3, 4], [0]], seed=0),
+        _data(2, 2, [], [], seed=1),
+        _data(3, 3, [[1, 2], [2]], [[2], [0, 1]], seed=2),
+    ]
+    ops = NumpyOps()
+    layer = reduce()
+    whole = spacy_entangle.data.pool_token_rows(ops, datas, ("subword", "char"), lambda _, r: layer.predict(r))
+    blocks = spacy_entangle.data.pool_token_rows(ops, datas, ("subword", "char"), lambda _, r: layer.predict(r), block)
+    assert [b.shape for b in blocks] == [(3, 5), (0, 5), (2, 5)]
+    for a, b in zip(whole, blocks):
+        numpy.testing.assert_array_equal(a, b)
+    model = entangle_pool("both", reduce())
+    model.ops = ops
+    for a, b in zip(whole, model.predict(datas)):
+        numpy.testing.assert_array_equal(a, b)
 
 
 def test_data_imports_nothing_from_layers_or_pipeline():
