@@ -3,14 +3,14 @@ and how a token reads its rows of it (pooling, shared by the listeners' layers a
 ``EntangleData.token_vectors``: this module sits below layers/ and imports nothing from it)."""
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Sequence, Tuple, cast
 
 import numpy
 import srsly
 from spacy.tokens import Doc
 from thinc.api import Model, Ops, Ragged, reduce_first, reduce_mean, use_ops
 from thinc.backends import get_array_ops
-from thinc.types import Floats2d
+from thinc.types import Floats2d, Ints1d
 
 from .tokenization.alignment import DocAlignment
 
@@ -133,7 +133,7 @@ def pool_token_rows(
             flat = ops.xp.concatenate([rows for rows, _ in parts], axis=0)
             if flat.shape[0] == 0:
                 continue
-            pooled = reduce(side, Ragged(flat, ops.asarray1i(numpy.concatenate([n for _, n in parts]))))
+            pooled = reduce(side, Ragged(flat, ops.asarray1i(cast(Ints1d, numpy.concatenate([n for _, n in parts])))))
             if len(sides) == 1 and pooled.shape[0] == total:
                 Y = pooled  # one side in one call: its output as it is
                 break
@@ -176,7 +176,7 @@ def _token_rows(
     rows = numpy.asarray(getattr(data.align, f"{side}_rows"))
     first = int(lengths[:a].sum())
     last = first + int(lengths[a:b].sum())
-    return data.side(side)[ops.asarray(rows[first:last], dtype="int32")], lengths[a:b]
+    return data.side(side)[ops.asarray(cast(Ints1d, rows[first:last]), dtype="int32")], lengths[a:b]
 
 
 def pooled_token_vectors(datas: List[EntangleData], side: Side, pooling: Pooling) -> List[Floats2d]:
