@@ -10,6 +10,7 @@ from torch.profiler import record_function
 
 from .coattention import CoAttentionBlock, CoAttentionModule
 from .sizes import check_coattention, coattention_heads
+from .unpadded import encode
 
 
 class EntangleEncoder(nn.Module):
@@ -118,7 +119,7 @@ class EntangleEncoder(nn.Module):
         # no profiler runs)
         if need_subword or m > 0:
             with record_function("entangle.subword_encoder"):
-                out = self.subword_encoder(input_ids=sub_ids, attention_mask=sub_mask).last_hidden_state
+                out = encode(self.subword_encoder, sub_mask, input_ids=sub_ids)
                 hs = self.sub_proj(out)
         if need_char or m > 0:
             with record_function("entangle.char_encoder"):
