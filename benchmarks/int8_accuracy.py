@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Sequence
 
 import spacy
+from spacy.language import Language
 from spacy.training import Corpus
 
 import spacy_entangle.modeling.inference as inference
@@ -22,7 +23,11 @@ import spacy_entangle.modeling.inference as inference
 
 def scores(model: Path, corpora: Sequence[Path], mode: str) -> Dict[str, float]:
     """Entity F1 (or the score spaCy's scorer reports first) per corpus in one inference mode."""
-    nlp = spacy.load(model, config={"components": {"entangle": {"inference": mode}}})
+    return corpus_scores(spacy.load(model, config={"components": {"entangle": {"inference": mode}}}), corpora)
+
+
+def corpus_scores(nlp: Language, corpora: Sequence[Path]) -> Dict[str, float]:
+    """Entity F1 (or the score spaCy's scorer reports first) of a loaded pipeline per corpus."""
     out = {}
     for corpus in corpora:
         result = nlp.evaluate(list(Corpus(str(corpus))(nlp)))

@@ -100,6 +100,24 @@ def child(pipeline: Path, data: Path, length: int, streaming: bool) -> Dict[str,
     return {"chars": len(doc.text), "seconds": seconds, "loaded_mb": loaded, "peak_mb": peak, "doc_mb": peak - loaded}
 
 
+def measure(name: str, pipeline: Path, data: Path, length: int, streaming: bool = True) -> Dict[str, Any]:
+    """One doc of ``length`` chars through the pipeline, in a child process of its own (the
+    peak RSS is the process's): ``child``'s figures, printed."""
+    cmd = [sys.executable, __file__, str(pipeline.parent), "--data", str(data)]
+    run = subprocess.run(
+        [*cmd, "--child", str(pipeline), str(length), "1" if streaming else "0"], capture_output=True, text=True
+    )
+    if run.returncode:
+        sys.exit(f"{name} at {length:,} chars failed:\n{run.stderr[-3000:]}")
+    r: Dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    print(
+        f"{name:>20} {r['chars']:>9,} chars: {r['seconds']:7.1f} s, peak RSS {r['peak_mb']:7.0f} MB "
+        f"(loaded {r['loaded_mb']:.0f} MB, the doc {r['doc_mb']:.0f} MB)",
+        flush=True,
+    )
+    return r
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("workdir", type=Path)
@@ -121,19 +139,7 @@ def main() -> None:
     results: Dict[str, Dict[int, Dict[str, Any]]] = {}
     for length in (int(x) for x in args.lengths.split(",") if x):
         for name in names:
-            streaming = "0" if args.no_streaming else "1"
-            cmd = [sys.executable, __file__, str(args.workdir), "--data", str(args.data)]
-            run = subprocess.run(
-                [*cmd, "--child", str(paths[name]), str(length), streaming], capture_output=True, text=True
-            )
-            if run.returncode:
-                sys.exit(f"{name} at {length:,} chars failed:\n{run.stderr[-3000:]}")
-            r = results.setdefault(name, {})[length] = json.loads(run.stdout.strip().splitlines()[-1])
-            print(
-                f"{name:>20} {r['chars']:>9,} chars: {r['seconds']:7.1f} s, peak RSS {r['peak_mb']:7.0f} MB "
-                f"(loaded {r['loaded_mb']:.0f} MB, the doc {r['doc_mb']:.0f} MB)",
-                flush=True,
-            )
+            results.setdefault(name, {})[length] = measure(name, paths[name], args.data, length, not args.no_streaming)
     if "entangle" in results and BASELINE in results:
         print("\nentangle / baseline:")
         for length, r in results["entangle"].items():
