@@ -296,3 +296,36 @@ def test_compare_agreement_of_the_onnx_engine_with_fp32(tmp_path, capsys):
     assert agreement["same_predictions"] == 1.0
     assert agreement["max_diff_subword"] < 1e-4
     assert "agreement with each pipeline's first mode" in capsys.readouterr().out
+
+
+def test_speed_targets_print_every_target_of_issue_30(tmp_path, capsys):
+    """benchmarks/speed_targets.py: one command, every target as a ratio with met/missed
+    (speeds side by side, each opt-in's F1 cost on the clean and the noisy corpus, a long
+    doc's speed, the memory two long docs add in child processes)."""
+    import shutil
+
+    import speed_targets
+
+    saved = Path(__file__).parent.parent / "fixtures" / "tiny" / "pipeline_663406e"
+    nlp = spacy.blank("en")
+    docs = []
+    for i in range(6):
+        doc = nlp.make_doc(f"tweet {i} about Paris and @NASA")
+        doc.ents = [doc.char_span(doc.text.index("Paris"), doc.text.index("Paris") + 5, label="location")]
+        docs.append(doc)
+    DocBin(docs=docs).to_disk(tmp_path / "dev.spacy")
+    shutil.copy(tmp_path / "dev.spacy", tmp_path / "noisy.spacy")
+    nlp.to_disk(tmp_path / "blank")
+    out = tmp_path / "targets.json"
+    args = ["--data", str(tmp_path / "dev.spacy"), "--noisy", str(tmp_path / "noisy.spacy"), "--limit", "0"]
+    args += ["--repeats", "1", "--doc-repeats", "1", "--modes", "int8", "--doc-chars", "300"]
+    args += ["--memory-chars", "300", "--max-chars", "400", "--output", str(out)]
+    results = speed_targets.main([*args, "--baseline", str(tmp_path / "blank"), "--entangle", str(saved)])
+    printed = capsys.readouterr().out
+    targets = [t["target"] for t in results["targets"]]
+    assert len(targets) == 7 and "fastest opt-in (int8)" in targets[0]
+    assert [t.split(" on ")[-1] for t in targets[1:3]] == ["dev.spacy", "noisy.spacy"]
+    assert all(t["met"] in (True, False) and t["measured"] for t in results["targets"])
+    assert results["f1_cost_points"]["entangle"] == {"dev.spacy": 0.0, "noisy.spacy": 0.0}
+    assert "issue 30's targets" in printed and ("met" in printed or "MISSED" in printed)
+    assert json.loads(out.read_text())["targets"] == results["targets"]
