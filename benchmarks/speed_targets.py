@@ -76,7 +76,7 @@ def pipelines(args: argparse.Namespace) -> Dict[str, Path]:
         args.workdir.mkdir(parents=True, exist_ok=True)
         args.pipelines = ",".join(n for n, p in (("entangle", args.entangle), (BASELINE, args.baseline)) if p is None)
         made = make_pipelines(args)
-        print(f"ℹ untrained pipelines made in {args.workdir}: {', '.join(made)} (F1 costs mean nothing)")
+        print(f"ℹ untrained pipelines in {args.workdir}: {args.pipelines} (their F1 costs mean nothing)")
     return {"baseline": args.baseline or made[BASELINE], "entangle": args.entangle or made["entangle"]}
 
 
