@@ -122,3 +122,12 @@ def check_char_backbone_pipeline(char_dir, sub_dir, out) -> None:
     alone = loaded.get_pipe("entangle").predict([loaded.make_doc(texts[0])])
     batched = loaded.get_pipe("entangle").predict([loaded.make_doc(texts[0]), loaded.make_doc(long_text)])
     numpy.testing.assert_allclose(alone[0].char, batched[0].char, atol=1e-4)
+
+
+def save_trained_ner(char_dir, sub_dir, out, n_steps: int = 120) -> Language:
+    """An `entangle` + greedy `ner` pipeline trained on TEXTS until it predicts entities
+    (about 100 steps on the tiny backbones, a few seconds), saved to ``out``."""
+    nlp = build(char_dir, sub_dir, components=("ner",), store_output=False)
+    train(nlp, n_steps=n_steps)
+    nlp.to_disk(out)
+    return nlp

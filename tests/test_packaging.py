@@ -53,6 +53,7 @@ def test_wheel_holds_the_configs_licence_and_entry_points(wheel):
     assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names)
     for line in [
         "entangle = spacy_entangle.pipeline.entangle:make_entangle",
+        "scored_ner = spacy_entangle.pipeline.scored_ner:make_scored_ner",
         "spacy-entangle.EntangleModel.v1 = spacy_entangle.architectures:EntangleModel_v1",
         "spacy-entangle = spacy_entangle.cli:app",
     ]:

@@ -45,6 +45,11 @@ def main(
             problems.append(f"{req}: installed {have}")
     doc = nlp(SAMPLE)
     ents = [(e.text, e.label_) for e in doc.ents]
+    # scored_ner (the shipped ner, decoded by a beam): one confidence per entity
+    group = doc.spans.get("ents")
+    scores = (
+        [round(float(s), 4) for s in group.attrs["scores"]] if group is not None and "scores" in group.attrs else None
+    )
     pkg = sys.modules.get(name)
     location = getattr(pkg, "__file__", None)
     print(
@@ -52,7 +57,7 @@ def main(
         f"labels {list(nlp.get_pipe('ner').labels) if 'ner' in nlp.pipe_names else []}"
     )
     print(f"  requirements: {nlp.meta.get('requirements')}")
-    print(f"  {SAMPLE!r} -> {ents}")
+    print(f"  {SAMPLE!r} -> {ents}" + (f", scores {scores}" if scores is not None else ""))
     if problems:
         print("✘ unmet requirements: " + "; ".join(problems), file=sys.stderr)
         raise typer.Exit(code=1)
@@ -68,6 +73,7 @@ def main(
                     "requirements": nlp.meta.get("requirements"),
                     "sample": SAMPLE,
                     "entities": ents,
+                    "scores": scores,
                 },
                 indent=2,
             )

@@ -19,10 +19,11 @@ BASE_META.json holds the hand-written fields (description, licence, sources). Ad
                 ones, and what stopped it. A run cut short by its time cap is also said in
                 the description and on the console: the budget is in steps, so a shorter
                 run means a different (weaker) encoder than the project states.
-  variant       which variants.yml variant this is (the side NER reads) and why: the figures
-                of `variants.py select` (--selection), said in the description, so the
-                model card shows them. A variant the selection did not choose is shipped
-                with a warning in the description and on the console.
+  variant       which variants.yml variant this is (the side NER reads, the training
+                augmenter: --model's config.cfg) and why: the figures of `variants.py select`
+                (--selection), said in the description, so the model card shows them. A
+                variant whose recipe the selection did not choose is shipped with a warning
+                in the description and on the console.
 Everything else (lang, pipeline, labels, spacy_version) still comes from the model's meta.
 """
 
@@ -72,39 +73,98 @@ def license_expression(meta: dict) -> str:
 
 
 def _pct(pair) -> str:
+    """ "53.5 ± 1.2" of a recorded [mean, spread]: rounded half up from the recorded decimals
+    (0.0115 is 1.2, as the unrounded figure; binary floats would print 1.1)."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    def one(value) -> str:
+        return str((Decimal(str(value)) * 100).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+
     mean, spread = pair
-    return f"{100 * mean:.1f}" + ("" if spread is None else f" ± {100 * spread:.1f}")
+    return one(mean) + ("" if spread is None else f" ± {one(spread)}")
 
 
-def variant_record(name: str, char_dir: Optional[Path], selection: dict) -> Tuple[dict, str]:
+def _recipe(variant) -> tuple:
+    """What a variant trains (variants.yml), whatever its name: entangle-both-grown and
+    entangle-both (char_encoder: default = grown) are one recipe."""
+    return (variant.config, variant.component, variant.side, variant.augment, variant.settings)
+
+
+def trained_augmenter(model: Path) -> Tuple[bool, Optional[dict]]:
+    """Whether the pipeline folder has its training config, and the [corpora.train] augmenter
+    it was trained with there (None: none)."""
+    from thinc.api import Config
+
+    path = model / "config.cfg"
+    if not path.exists():
+        return False, None
+    return True, Config().from_disk(path, interpolate=False).get("corpora", {}).get("train", {}).get("augmenter")
+
+
+def augmenter_phrase(augmenter: Optional[dict]) -> str:
+    """How the description says the training augmenter (empty without one)."""
+    if not augmenter:
+        return ""
+    phrase = ", trained with spacy-entangle's char-noise augmenter"
+    if augmenter.get("level") is not None and augmenter.get("rate") is not None:
+        phrase += (
+            f" ({augmenter.get('@augmenters')}: a share {augmenter['level']} of the training sentences replaced "
+            f"by a copy whose words of 4+ characters are attacked with probability {augmenter['rate']})"
+        )
+    return phrase
+
+
+def variant_record(
+    name: str, char_dir: Optional[Path], selection: dict, trained: Optional[Tuple[bool, Optional[dict]]] = None
+) -> Tuple[dict, str]:
     """The shipped variant, the selection's figures, and a sentence for the description:
-    which side NER reads, and why this variant (or a warning when it is not the chosen one)."""
+    which side NER reads, its training augmenter (the trained config's, `trained_augmenter`,
+    else variants.yml's `augment`), and why this variant (or a warning when the selection
+    chose another recipe: another side, char encoder, augmenter or settings)."""
     from _variants import ENCODER_DIRS, load_variants
 
-    variant = load_variants()[name]
+    variants = load_variants()
+    variant = variants[name]
+    known, augmenter = trained or (False, None)
+    if not known and variant.augment:  # no trained config to read: the variant's word
+        augmenter = {"@augmenters": "spacy-entangle.char_noise_augmenter.v1"}
     rate = selection["noise_rate"]
     encoder = selection["char_encoder"]
-    same = variant.side == selection["side"] and (char_dir is None or char_dir.name == ENCODER_DIRS[encoder])
+    chosen = variants.get(selection["chosen"])
+    if chosen is not None:
+        same = _recipe(variant) == _recipe(chosen)
+    else:  # a choice that left variants.yml: by what the selection recorded of it
+        same = variant.side == selection["side"] and variant.augment == bool(selection.get("augment", False))
+    same = same and (char_dir is None or char_dir.name == ENCODER_DIRS[encoder])
     rows = selection["candidates"] + ([selection["reference"]] if selection.get("reference") else [])
+    rows += selection.get("other_references", [])
     figures = "; ".join(
-        f"{r['name']} {_pct(r['dev_f1'])} clean, {_pct(r[f'dev_f1_noise{rate}'])} at noise {rate}" for r in rows
+        f"{r['name']} {_pct(r['dev_f1'])} clean, {_pct(r[f'dev_f1_noise{rate}'])} at noise {rate} "
+        f"({len(r['seeds'])} seeds{', an earlier round' if r.get('from') else ''})"
+        for r in rows
     )
-    n = len(selection["candidates"][0]["seeds"])
     sentence = (
         f"Variant: {name}, NER on the {variant.side} side{'s' if variant.side == 'both' else ''} of the entangle "
-        f"component, with the {encoder} character encoder. "
+        f"component, with the {encoder} character encoder{augmenter_phrase(augmenter)}. "
     )
     if same:
         sentence += (
             f"It was chosen among {', '.join(r['name'] for r in selection['candidates'])} for the "
-            f"{selection['criterion']} on WNUT-17 dev ({n} seeds; entity F1 in %, mean ± sd: {figures})."
+            f"{selection['criterion']} on WNUT-17 dev (entity F1 in %, mean ± sd over seeds: {figures})."
         )
     else:
+        augmented = ", with the char-noise augmenter" if selection.get("augment") else ""
         sentence += (
             f"This is NOT the variant the comparison chose ({selection['chosen']}: side {selection['side']}, "
-            f"char encoder {encoder}; {selection['criterion']}; {figures})."
+            f"char encoder {encoder}{augmented}; {selection['criterion']}; {figures})."
         )
-    record = {"name": name, "side": variant.side, "chosen_by_selection": same, "selection": selection}
+    record = {
+        "name": name,
+        "side": variant.side,
+        "augmenter": augmenter,
+        "chosen_by_selection": same,
+        "selection": selection,
+    }
     return record, sentence
 
 
@@ -120,7 +180,9 @@ def main(
     readme: Optional[Path] = typer.Option(
         None, "--readme", help="also write the package's README.md (model card) here"
     ),
-    model: Optional[Path] = typer.Option(None, "--model", help="with --readme: the pipeline folder being packaged"),
+    model: Optional[Path] = typer.Option(
+        None, "--model", help="the pipeline folder being packaged (its config.cfg: the training augmenter; the card)"
+    ),
     version: Optional[str] = typer.Option(None, "--version", help="with --readme: the package version"),
 ) -> None:
     """Write the meta.json that `spacy package --meta-path` uses for en_entangle_wnut."""
@@ -151,7 +213,8 @@ def main(
             print(f"✘ --variant needs --selection, `variants.py select`'s JSON (got {selection})", file=sys.stderr)
             raise typer.Exit(code=1)
         chosen = json.loads(selection.read_text(encoding="utf-8"))
-        meta["variant"], sentence = variant_record(variant, char_encoder, chosen)
+        trained = trained_augmenter(model) if model is not None else None
+        meta["variant"], sentence = variant_record(variant, char_encoder, chosen, trained)
         meta["description"] = f"{meta.get('description', '').rstrip()} {sentence}".strip()
         if not meta["variant"]["chosen_by_selection"]:
             print(f"⚠ {sentence}", file=sys.stderr)

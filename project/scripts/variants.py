@@ -5,13 +5,15 @@
         [--gpu-id -1] [--threads N] [--dry-run] [-- EXTRA spacy train ARGS]
     python scripts/variants.py evaluate NAME [NAME ...] [--seeds ...] [--noisy ...]
     python scripts/variants.py compare [NAME ...] [--output metrics/compare.md] [--plot metrics/compare.png]
-    python scripts/variants.py select NAME [NAME ...] [--noise 0.5] [--min-seeds 3] [--output metrics/selection.json]
+    python scripts/variants.py select NAME [NAME ...] [--prior meta/selection.json] [--noise 0.5] [--min-seeds 3]
+        [--char-encoder grown] [--reference baseline --reference baseline-aug] [--output metrics/selection.json]
+    python scripts/variants.py select-table [--selection meta/selection.json] [--readme ../README.md] [--check]
     python scripts/variants.py pipelines [NAME ...] --output metrics/pipelines_seed0.txt [--seed 0]
     python ../scripts/variants.py train-one NAME --output DIR [--time PATH] [--variants variants.yml]
         [--configs-dir ../../configs] [--char-dir DIR] [--override KEY=VALUE ...] [-- EXTRA ARGS]
 
 The commands live in variants_run.py (train, evaluate, train-one, pipelines: running things)
-and variants_report.py (compare, select: reading metrics, writing tables and the selection);
+and variants_report.py (compare, select, select-table: reading metrics, writing tables and the selection);
 _variants.py holds what they share (variants.yml, the folder layout). Another budget is
 another run: use another --training-dir and --metrics-dir. --override KEY=VALUE goes to every
 variant (`--KEY VALUE`), the EXTRA args after `--` to the entangle variants only; --char-dir is

@@ -5,17 +5,28 @@ that `train` and `evaluate` (variants_run.py) write.
 `select` picks, among the named variants, the one to ship: the best mean over its seeds of
 (clean dev F1 + dev F1 at --noise) / 2, each with at least --min-seeds seeds; it writes the
 figures behind the choice (and the baseline's, when trained) to --output, which `package`
-puts in the model card (meta/selection.json holds the committed choice).
+puts in the model card (meta/selection.json holds the committed choice). With --prior (an
+earlier round's selection JSON, e.g. meta/selection.json: metrics/ is not committed) the
+earlier candidates compete too, with their recorded figures, each marked `from` that file and
+with the `min_seeds` its round admitted it under; a variant with metrics in --metrics-dir is
+measured there instead. The baseline's figures also come from the prior when not measured;
+each further --reference (e.g. baseline-aug) is recorded beside it, in `other_references`.
+
+`select-table` renders the committed selection (meta/selection.json) as the README's table,
+between its `<!-- selection:start -->` / `<!-- selection:end -->` markers; `--check` fails
+when the README's table is not what the file gives (tests/project runs it).
 """
 
 from __future__ import annotations
 
 import json
+import re
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import typer
-from _variants import VARIANTS_FILE, Variant, app, metrics_path, named_variants, score
+from _variants import DEFAULT, ENCODER_DIRS, HERE, VARIANTS_FILE, Variant, app, metrics_path, named_variants, score
 from tables import fmt_mean_spread, fmt_time, markdown_table, mean_spread, pct, read_json, write_report
 
 
@@ -168,55 +179,135 @@ def compare(
 
 
 def _rounded(pair: Sequence[Optional[float]]) -> List[Optional[float]]:
-    return [None if v is None else round(v, 4) for v in pair]
+    """6 decimals: a table's 0.1 points is then rounded once (0.011549 is 1.2; recorded as
+    0.0115 it would sit on the half, which the earlier rounds' 4 decimals sometimes do)."""
+    return [None if v is None else round(v, 6) for v in pair]
 
 
-def selection_row(row: Dict, variant: Variant, rate: str) -> Dict:
+def recorded_char_encoders(runs: List[Dict]) -> List[str]:
+    """The char encoders the seeds were trained with, by the --paths.char_backbone of their
+    recorded `spacy train` command (train_time.json), where its folder is a known encoder's."""
+    by_dir = {folder: encoder for encoder, folder in ENCODER_DIRS.items()}
+    found = []
+    for run in runs:
+        command = (run.get("time") or {}).get("command") or []
+        if "--paths.char_backbone" in command[:-1]:
+            encoder = by_dir.get(Path(command[command.index("--paths.char_backbone") + 1]).name)
+            if encoder and encoder not in found:
+                found.append(encoder)
+    return found
+
+
+def char_encoder_of(variant: Variant, runs: List[Dict], given: Optional[str]) -> Optional[str]:
+    """A candidate's char encoder: its own, or for `default` the one its seeds were trained with
+    (their recorded commands) or else --char-encoder; a disagreement is an error."""
+    if variant.char_encoder != DEFAULT:
+        return variant.char_encoder
+    encoders = recorded_char_encoders(runs)
+    if given and given not in encoders:
+        encoders.append(given)
+    if len(encoders) != 1:
+        what = f"the char encoders {encoders} (train_time.json, --char-encoder)" if encoders else "an unknown one"
+        raise SystemExit(
+            f"variants.py select: {variant.name} (char_encoder: default) was trained with {what}: "
+            "pass the char encoder its seeds were trained with as --char-encoder"
+        )
+    return encoders[0]
+
+
+def selection_row(row: Dict, variant: Variant, rate: str, char_encoder: Optional[str] = None) -> Dict:
     """One variant's figures for `select`: clean and noisy dev F1 and the drop, mean and
-    sample spread over its seeds, and its score, the mean of clean and noisy F1."""
+    sample spread over its seeds, and its score, the mean of clean and noisy F1; its recipe
+    (side, char encoder, augmenter, own settings)."""
     runs = row["runs"]
     clean, noisy, drop = (
         mean_spread(_f1s(runs, "dev")),
         mean_spread(_f1s(runs, "dev", rate)),
         mean_spread(_drops(runs, rate)),
     )
-    return {
+    result = {
         "name": row["name"],
         "side": variant.side,
-        "char_encoder": variant.char_encoder,
+        "char_encoder": char_encoder or variant.char_encoder,
+        "augment": variant.augment,
         "seeds": [r["seed"] for r in runs],
         "dev_f1": _rounded(clean),
         f"dev_f1_noise{rate}": _rounded(noisy),
         f"drop_noise{rate}": _rounded(drop),
         "score": None if clean[0] is None or noisy[0] is None else round((clean[0] + noisy[0]) / 2, 4),
     }
+    if variant.settings:
+        result["settings"] = dict(variant.settings)
+    return result
+
+
+def prior_row(row: Dict, prior: Path, prior_min_seeds: int) -> Dict:
+    """An earlier round's candidate (or reference) as recorded, marked with the file it comes
+    from and the --min-seeds its round admitted it under (kept when already marked)."""
+    return {**row, "from": row.get("from", str(prior)), "min_seeds": row.get("min_seeds", prior_min_seeds)}
 
 
 @app.command("select")
 def select(
-    names: List[str] = typer.Argument(..., help="the candidate variants"),
+    names: List[str] = typer.Argument(..., help="the candidate variants, measured in --metrics-dir"),
     metrics_dir: Path = typer.Option(Path("metrics"), "--metrics-dir"),
     noise: str = typer.Option("0.5", "--noise", help="the noise rate of the noisy dev copy (its file's suffix)"),
     min_seeds: int = typer.Option(3, "--min-seeds"),
-    reference: str = typer.Option("baseline", "--reference", help="also recorded, when it has metrics"),
+    references: List[str] = typer.Option(
+        ["baseline"],
+        "--reference",
+        help="recorded beside the candidates, when it has metrics (or is in --prior); repeat it for more: the "
+        "first is `reference`, the others `other_references`",
+    ),
+    prior: Optional[Path] = typer.Option(
+        None,
+        "--prior",
+        help="an earlier round's selection JSON (e.g. meta/selection.json): its candidates compete with their "
+        "recorded figures (a variant with metrics in --metrics-dir is measured there instead)",
+    ),
+    char_encoder: Optional[str] = typer.Option(
+        None, "--char-encoder", help="of the char_encoder: default candidates (else read from their train_time.json)"
+    ),
     output: Path = typer.Option(Path("metrics/selection.json"), "--output"),
     variants_file: Path = VARIANTS_FILE,
 ) -> None:
     """The variant to ship: the best mean over its seeds of (clean dev F1 + dev F1 at --noise) / 2,
-    each candidate with at least --min-seeds seeds; the figures behind the choice go to --output."""
-    variants = named_variants(variants_file, names)
-    rows = {row["name"]: row for row in load_rows(metrics_dir, [*names, reference])}
+    each candidate with at least --min-seeds seeds (one from --prior: its round's); the figures
+    behind the choice go to --output."""
     rate = noise
+    earlier: Dict = {}
+    if prior is not None:
+        if not prior.exists():
+            raise SystemExit(f"variants.py select: --prior {prior} does not exist")
+        earlier = json.loads(prior.read_text(encoding="utf8"))
+        if str(earlier.get("noise_rate")) != rate:
+            raise SystemExit(
+                f"variants.py select: --prior {prior} scored noise {earlier.get('noise_rate')}, not --noise {rate}"
+            )
+    if char_encoder is not None and char_encoder not in ENCODER_DIRS:
+        raise SystemExit(f"variants.py select: --char-encoder must be one of {', '.join(ENCODER_DIRS)}")
+    variants = named_variants(variants_file, names)
+    earlier_rows = {c["name"]: c for c in earlier.get("candidates", [])}
+    order = list(earlier_rows) + [name for name in names if name not in earlier_rows]
+    rows = {row["name"]: row for row in load_rows(metrics_dir, [*order, *references])}
     candidates = []
-    for name in names:
+    for name in order:
         row = rows.get(name)
+        if row is None and name in earlier_rows:  # not measured here: the earlier round's figures
+            candidates.append(prior_row(earlier_rows[name], prior, earlier["min_seeds"]))
+            continue
+        if name not in variants:
+            raise SystemExit(
+                f"variants.py select: {name} has metrics in {metrics_dir}/{name}/, no entry in {variants_file}"
+            )
         seeds = [] if row is None else [r for r in row["runs"] if rate in r["noisy"]]
         if len(seeds) < min_seeds:
             raise SystemExit(
                 f"variants.py select: {name} has {len(seeds)} seed(s) with clean and noise-{rate} dev metrics in "
                 f"{metrics_dir}/{name}/, fewer than --min-seeds {min_seeds} (train them with --noisy)"
             )
-        candidates.append(selection_row({"name": name, "runs": seeds}, variants[name], rate))
+        encoder = char_encoder_of(variants[name], seeds, char_encoder)
+        candidates.append(selection_row({"name": name, "runs": seeds}, variants[name], rate, encoder))
     chosen = max(candidates, key=lambda c: c["score"])
     result = {
         "criterion": f"best mean over seeds of (clean dev F1 + dev F1 at noise {rate}) / 2",
@@ -226,15 +317,154 @@ def select(
         "chosen": chosen["name"],
         "side": chosen["side"],
         "char_encoder": chosen["char_encoder"],
+        "augment": bool(chosen.get("augment", False)),
         "candidates": candidates,
     }
-    if reference in rows and reference in variants:
-        result["reference"] = selection_row(rows[reference], variants[reference], rate)
+    if prior is not None:
+        result["prior"] = str(prior)
+    # the references: measured in --metrics-dir, else as --prior recorded them; the first found
+    # is `reference` (the one the model card and the drops compare with), the rest follow it
+    recorded = [earlier["reference"]] if earlier.get("reference") else []
+    recorded = {r["name"]: r for r in recorded + earlier.get("other_references", [])}
+    found = []
+    for reference in references:
+        if reference in rows and reference in variants:
+            found.append(selection_row(rows[reference], variants[reference], rate))
+        elif reference in recorded:
+            found.append(prior_row(recorded[reference], prior, earlier["min_seeds"]))
+    if found:
+        result["reference"] = found[0]
+    if found[1:]:
+        result["other_references"] = found[1:]
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf8")
-    for c in candidates + ([result["reference"]] if "reference" in result else []):
+    for c in candidates + found:
         mark = "→" if c is chosen else " "
+        source = f", from {c['from']}" if "from" in c else ""
         print(
-            f"{mark} {c['name']:<24} score {pct(c['score'])}  clean {pct(c['dev_f1'][0])}  noise {rate} {pct(c[f'dev_f1_noise{rate}'][0])}  ({len(c['seeds'])} seeds)"
+            f"{mark} {c['name']:<24} score {pct(c['score'])}  clean {pct(c['dev_f1'][0])}  noise {rate} "
+            f"{pct(c[f'dev_f1_noise{rate}'][0])}  ({len(c['seeds'])} seeds{source})"
         )
-    print(f"✔ saved {output}: ship {chosen['name']} (side {chosen['side']}, char encoder {chosen['char_encoder']})")
+    augmented = ", with the char-noise augmenter" if result["augment"] else ""
+    print(
+        f"✔ saved {output}: ship {chosen['name']} (side {chosen['side']}, char encoder {chosen['char_encoder']}"
+        f"{augmented})"
+    )
+
+
+SELECTION_START, SELECTION_END = "<!-- selection:start -->", "<!-- selection:end -->"
+
+
+def _recorded(value: Optional[float], digits: str = "0.1") -> str:
+    """A recorded 0..1 figure in %, rounded half up from its recorded decimals ("–": none)."""
+    if value is None:
+        return "–"
+    return str((Decimal(str(value)) * 100).quantize(Decimal(digits), rounding=ROUND_HALF_UP))
+
+
+def _recorded_pair(pair: Sequence[Optional[float]]) -> str:
+    """ "53.5 ± 1.2": a recorded [mean, sample spread] (one seed: the mean alone)."""
+    mean, spread = (list(pair) + [None, None])[:2]
+    return _recorded(mean) if spread is None or mean is None else f"{_recorded(mean)} ± {_recorded(spread)}"
+
+
+def _recipe_cell(row: Dict) -> str:
+    """What a recorded row trains: the side(s) NER reads and the char encoder, or the
+    spacy-transformers baseline; the char-noise augmenter and own settings when it has them."""
+    if row.get("char_encoder") is None:
+        text = "spacy-transformers"
+    else:
+        side = row.get("side", "subword")
+        text = f"{side} side{'s' if side == 'both' else ''}, {row['char_encoder']} char encoder"
+    if row.get("augment"):
+        text += " + augmenter"
+    if row.get("settings"):
+        text += " (" + ", ".join(f"{k.rsplit('.', 1)[-1]} {v}" for k, v in row["settings"].items()) + ")"
+    return text
+
+
+def selection_table(selection: Dict) -> List[str]:
+    """The README's table of a selection JSON: the candidates, best select score first (the
+    chosen one in bold, marked en_entangle_wnut), then the references; each drop over each
+    reference's, from the recorded means."""
+    rate = str(selection["noise_rate"])
+    references = ([selection["reference"]] if selection.get("reference") else []) + selection.get(
+        "other_references", []
+    )
+    header = ["model", "recipe", "seeds", "dev F1", f"F1 at noise {rate}", f"drop at {rate}"]
+    header += [f"drop / {ref['name']}'s" for ref in references] + ["select score"]
+    ranked = sorted(selection["candidates"], key=lambda c: -c["score"])
+    rows = [(row, False) for row in ranked] + [(row, True) for row in references]
+    lines = []
+    for row, is_reference in rows:
+        chosen = not is_reference and row["name"] == selection["chosen"]
+        name = f"`{row['name']}`"
+        marks = ["reference"] if is_reference else []
+        if row.get("from"):
+            marks.append("earlier round")
+        if chosen:
+            name += " = `en_entangle_wnut`"
+        if marks:
+            name += f" ({', '.join(marks)})"
+        drop = row.get(f"drop_noise{rate}", [None])[0]
+        cells = [name, _recipe_cell(row), str(len(row["seeds"]))]
+        cells += [_recorded_pair(row["dev_f1"]), _recorded_pair(row[f"dev_f1_noise{rate}"])]
+        cells.append(_recorded_pair(row[f"drop_noise{rate}"]))
+        for ref in references:
+            base = ref.get(f"drop_noise{rate}", [None])[0]
+            cells.append("–" if drop is None or not base else f"{drop / base:.2f}")
+        cells.append(_recorded(row.get("score")))
+        lines.append([f"**{c}**" for c in cells] if chosen else cells)
+    notes = [
+        f"WNUT-17 dev, entity F1 in %: mean ± sample standard deviation over the seeds; drop: clean minus "
+        f"noise-{rate} F1 per seed, in points; drop / X's: the mean drop over X's mean drop; select score: the "
+        f"mean of clean and noise-{rate} F1. `select` ships the {selection['criterion']}, among candidates with "
+        f"at least {selection['min_seeds']} seeds (an earlier round's: that round's minimum); the references are "
+        "not candidates.",
+    ]
+    rounds = sorted({(str(row["from"]), str(row.get("min_seeds", "?"))) for row, _ in rows if row.get("from")})
+    if rounds:
+        where = "; ".join(f"`{path}` of that round, which admitted {least}+ seeds" for path, least in rounds)
+        notes.append(
+            f"(earlier round): the figures as an earlier round recorded them ({where}), not measured again; "
+            "recorded to 0.01 points by an older `select`, a spread can differ by 0.1 from that round's own table."
+        )
+    notes.append(
+        "Generated from `project/meta/selection.json` by `python scripts/variants.py select-table` (in `project/`)."
+    )
+    table = ["| " + " | ".join(header) + " |", "|---|---|" + "---:|" * (len(header) - 2)]
+    table += ["| " + " | ".join(cells) + " |" for cells in lines]
+    return table + [line for note in notes for line in ("", note)]
+
+
+def selection_block(selection: Dict) -> str:
+    return "\n".join([SELECTION_START, "", *selection_table(selection), "", SELECTION_END])
+
+
+@app.command("select-table")
+def select_table(
+    selection_file: Path = typer.Option(HERE / "meta" / "selection.json", "--selection"),
+    readme: Path = typer.Option(HERE.parent / "README.md", "--readme"),
+    check: bool = typer.Option(False, "--check", help="fail if the README's table differs; write nothing"),
+) -> None:
+    """Write the table of --selection (the committed choice) between the README's selection
+    markers."""
+    selection = read_json(selection_file)
+    if selection is None:
+        raise SystemExit(f"variants.py select-table: no {selection_file}")
+    text = readme.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(SELECTION_START) + r".*?" + re.escape(SELECTION_END), re.S)
+    if len(pattern.findall(text)) != 1:
+        raise SystemExit(f"variants.py select-table: {readme} needs exactly one {SELECTION_START} ... {SELECTION_END}")
+    block = selection_block(selection)
+    if check:
+        if pattern.search(text).group(0) != block:
+            raise SystemExit(
+                f"variants.py select-table: {readme}'s selection table is not what {selection_file} gives: run "
+                "`python scripts/variants.py select-table` in project/"
+            )
+        print(f"✔ {readme}'s selection table matches {selection_file}")
+        return
+    readme.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")
+    print(block)
+    print(f"✔ wrote the selection table into {readme}")

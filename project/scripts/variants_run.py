@@ -58,6 +58,17 @@ class TrainSettings:
     extra: Sequence[str]
 
 
+def config_has_augmenter(path: Path) -> bool:
+    """Whether the config file trains with an augmenter ([corpora.train] augmenter set); a
+    missing file has none (spacy train then says it is missing)."""
+    if not path.is_file():
+        return False
+    from thinc.api import Config
+
+    corpus = Config().from_disk(path, interpolate=False).get("corpora", {}).get("train", {})
+    return corpus.get("augmenter") is not None
+
+
 def train_command(
     variant: Variant,
     seed: int,
@@ -110,6 +121,10 @@ def train_command(
     if variant.augment:
         augmenter = {"@augmenters": "spacy-entangle.char_noise_augmenter.v1", "level": aug_level, "rate": aug_rate}
         cmd += ["--corpora.train.augmenter", json.dumps(augmenter)]
+    elif config_has_augmenter(configs_dir / variant.config):
+        # `augment` decides: a variant without it trains without the config's own augmenter
+        # (configs/ner_cpu.cfg, the shipped recipe, has one)
+        cmd += ["--corpora.train.augmenter", "null"]
     # the variant's own settings (variants.yml), then the command line's, which win
     cmd += [item for key, value in variant.settings for item in (f"--{key}", value)]
     for override in overrides:

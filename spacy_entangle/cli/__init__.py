@@ -1,4 +1,5 @@
 from . import (  # noqa: F401
+    add_scores,
     annotate,
     convert,
     convert_codeswitch,

@@ -180,7 +180,8 @@ def test_project_yml_is_valid():
     ]:
         assert f" {name} " in pretraining, name
     assert "--seeds 0,1,2" in pretraining and "--noisy noisy/dev_noise0.5.spacy" in pretraining
-    package = commands["package"]["script"][0]
+    scores, package = commands["package"]["script"][:2]
+    assert f"add-scores training/{ship}/seed0/model-best training/{ship}/seed0/model-scored" in scores
     assert f"--char-encoder backbones/grown --variant {ship} --selection meta/selection.json" in package
     assert f"training/{ship}/seed0/model-best" in commands["package"]["deps"]
     distilled = load_project_config(
@@ -206,12 +207,14 @@ def test_project_yml_is_valid():
         assert (PROJECT / "scripts" / script).exists()
 
 
-def test_every_variant_trains_with_its_settings():
+def test_every_variant_trains_with_its_settings(monkeypatch):
     """variants.yml is the one list of variants: each resolves to a `spacy train` command
-    with its config, char encoder, side and augmenter, and the baseline gets no entangle
-    overrides."""
+    with its config, char encoder, side and augmenter (a variant without `augment` turns the
+    config's own off), and the baseline gets no entangle overrides."""
     from _variants import load_variants
     from variants_run import train_command
+
+    monkeypatch.chdir(PROJECT)  # --configs-dir ../configs: the augmenter is read from the config
 
     table = load_variants()
     assert {
@@ -270,6 +273,12 @@ def test_every_variant_trains_with_its_settings():
     augmenter = '{"@augmenters": "spacy-entangle.char_noise_augmenter.v1", "level": 0.4, "rate": 0.25}'
     assert augmenter in command("entangle-aug") and augmenter in command("baseline-aug")
     assert augmenter not in entangle
+    # configs/ner_cpu.cfg (the shipped recipe) has the augmenter: the others turn it off, and
+    # a config without one gets no override
+    off = "--corpora.train.augmenter null"
+    assert off in entangle and off in command("entangle-both") and off in command("entangle-both-lr")
+    assert off not in command("entangle-aug") and "augmenter" not in baseline
+    assert "augmenter" not in command("entangle-spancat")
     spancat = command("entangle-spancat")
     assert "../configs/spancat_cpu.cfg" in spancat and "--components.spancat.model.tok2vec.side subword" in spancat
     assert "components.ner" not in spancat
@@ -380,7 +389,8 @@ def test_dry_run_of_all(tmp_path):
         "-m spacy_entangle convert",
         f"scripts/variants.py train {ship} --seeds 0 --char-encoder grown --char-dir backbones/grown "
         "--subword-dir backbones/minilm --n-coattention 1 --max-steps 7",
-        f"-m spacy package training/{ship}/seed0/model-best packages --name entangle_wnut",
+        f"-m spacy_entangle add-scores training/{ship}/seed0/model-best training/{ship}/seed0/model-scored --beam-width 4",
+        f"-m spacy package training/{ship}/seed0/model-scored packages --name entangle_wnut",
         "-m build --wheel --no-isolation --outdir packages ..",
         "pip uninstall -y -q en_entangle_wnut",
         "scripts/copy_wheel.py packages/en_entangle_wnut-0.1.0/dist/en_entangle_wnut-0.1.0-py3-none-any.whl packages",
@@ -520,7 +530,101 @@ def test_select_ships_the_best_mean_of_clean_and_noisy(tmp_path):
     assert r.exit_code == 1 and "entangle-both-grown has 2 seed" in r.output
 
 
-def test_committed_selection_is_what_the_project_ships():
+def test_select_takes_the_earlier_rounds_from_prior(tmp_path):
+    """`select --prior`: an earlier round's candidates (and baseline) compete with their
+    recorded figures, marked as from that file with the --min-seeds their round admitted them
+    under; a candidate with metrics in --metrics-dir is measured there instead; a `default`
+    char encoder is the one the seeds were trained with (train_time.json)."""
+    prior = tmp_path / "prior.json"
+    rows = {
+        "entangle-grown": (0.50, 0.40, [0, 2]),  # 45.0, two seeds: admitted by its round
+        "entangle-both-grown": (0.55, 0.40, [0, 1, 2]),  # 47.5
+    }
+    srsly.write_json(
+        prior,
+        {
+            "criterion": "best mean over seeds of (clean dev F1 + dev F1 at noise 0.5) / 2",
+            "noise_rate": "0.5",
+            "min_seeds": 2,
+            "chosen": "entangle-both-grown",
+            "side": "both",
+            "char_encoder": "grown",
+            "candidates": [
+                {
+                    "name": name,
+                    "side": "both" if "both" in name else "subword",
+                    "char_encoder": "grown",
+                    "seeds": seeds,
+                    "dev_f1": [clean, 0.01],
+                    "dev_f1_noise0.5": [noisy, 0.01],
+                    "drop_noise0.5": [clean - noisy, 0.01],
+                    "score": (clean + noisy) / 2,
+                }
+                for name, (clean, noisy, seeds) in rows.items()
+            ],
+            "reference": {
+                "name": "baseline",
+                "side": "subword",
+                "seeds": [0, 1, 2],
+                "dev_f1": [0.53, 0.01],
+                "dev_f1_noise0.5": [0.34, 0.01],
+                "drop_noise0.5": [0.19, 0.01],
+                "score": 0.435,
+            },
+        },
+    )
+    m = tmp_path / "metrics"
+    _seed_metrics(m, "entangle-aug", [(0.54, 0.45), (0.53, 0.43), (0.52, 0.44)])  # 48.5
+    for seed in range(3):
+        command = ["-m", "spacy", "train", "ner_cpu.cfg", "--paths.char_backbone", "backbones/grown"]
+        srsly.write_json(m / "entangle-aug" / f"seed{seed}_train_time.json", {"seconds": 1.0, "command": command})
+    out = tmp_path / "selection.json"
+    r = _variants("select", "entangle-aug", "--prior", prior, "--metrics-dir", m, "--output", out)
+    assert r.exit_code == 0, r.output
+    chosen = json.loads(out.read_text())
+    assert [c["name"] for c in chosen["candidates"]] == ["entangle-grown", "entangle-both-grown", "entangle-aug"]
+    assert (chosen["chosen"], chosen["side"], chosen["char_encoder"], chosen["augment"]) == (
+        "entangle-aug",
+        "both",
+        "grown",
+        True,
+    )
+    earlier, new = chosen["candidates"][0], chosen["candidates"][2]
+    assert earlier["from"] == str(prior) and earlier["min_seeds"] == 2 and earlier["score"] == 0.45
+    assert "from" not in new and new["augment"] and new["seeds"] == [0, 1, 2] and new["score"] == 0.485
+    assert chosen["reference"]["from"] == str(prior) and chosen["reference"]["dev_f1"] == [0.53, 0.01]
+    assert chosen["prior"] == str(prior) and chosen["min_seeds"] == 3
+    assert "→ entangle-aug" in r.output and f"(2 seeds, from {prior})" in r.output
+    # the committed file as the next round's prior: the earlier marks are kept, the new one gains them
+    again = tmp_path / "again.json"
+    r = _variants("select", "entangle-aug", "--prior", out, "--metrics-dir", tmp_path / "none", "--output", again)
+    assert r.exit_code == 0, r.output
+    rerun = json.loads(again.read_text())
+    assert rerun["candidates"][0]["from"] == str(prior) and rerun["candidates"][2]["from"] == str(out)
+    assert rerun["candidates"][2]["min_seeds"] == 3 and rerun["chosen"] == "entangle-aug"
+    # a prior candidate measured in --metrics-dir: these figures, not the recorded ones
+    _seed_metrics(m, "entangle-both-grown", [(0.60, 0.50), (0.60, 0.50), (0.60, 0.50)])
+    r = _variants("select", "entangle-aug", "--prior", prior, "--metrics-dir", m, "--output", out)
+    assert r.exit_code == 0, r.output
+    remeasured = json.loads(out.read_text())
+    assert remeasured["chosen"] == "entangle-both-grown" and "from" not in remeasured["candidates"][1]
+    assert remeasured["candidates"][1]["score"] == 0.55
+    # ... where it needs --min-seeds seeds like any other
+    (m / "entangle-both-grown" / "seed2_dev.json").unlink()
+    r = _variants("select", "entangle-aug", "--prior", prior, "--metrics-dir", m, "--output", out)
+    assert r.exit_code == 1 and "entangle-both-grown has 2 seed" in r.output
+    shutil.rmtree(m / "entangle-both-grown")
+    # the char encoder its seeds were trained with, against --char-encoder
+    r = _variants(
+        "select", "entangle-aug", "--prior", prior, "--metrics-dir", m, "--char-encoder", "masked", "--output", out
+    )
+    assert r.exit_code == 1 and "['grown', 'masked']" in r.output
+    # another noise rate's figures do not compete
+    r = _variants("select", "entangle-aug", "--prior", prior, "--metrics-dir", m, "--noise", "0.25", "--output", out)
+    assert r.exit_code == 1 and "scored noise 0.5, not --noise 0.25" in r.output
+
+
+def test_committed_selection_is_what_the_project_ships(tmp_path):
     """meta/selection.json (the 3-seed choice) and project.yml's ship_variant / char_encoder /
     char_dir name the same model, so `all` packages the measured winner, and the package's
     description says which variant it is and why."""
@@ -530,20 +634,45 @@ def test_committed_selection_is_what_the_project_ships():
     selection = json.loads((PROJECT / "meta" / "selection.json").read_text(encoding="utf8"))
     project_vars = srsly.read_yaml(PROJECT / "project.yml")["vars"]
     table = variants.load_variants()
-    # every candidate with the seeds `select` asked for (recorded), the shipped one with 3
-    assert len(selection["candidates"]) == 3 and selection["min_seeds"] >= 2
-    assert all(len(c["seeds"]) >= selection["min_seeds"] for c in selection["candidates"])
+    # every candidate with the seeds its round's `select` asked for (recorded: the earlier
+    # rounds' candidates come from --prior, with their own min_seeds), the shipped one with 3
+    assert len(selection["candidates"]) >= 4 and selection["min_seeds"] >= 3
+    assert all(len(c["seeds"]) >= c.get("min_seeds", selection["min_seeds"]) >= 2 for c in selection["candidates"])
+    earlier = [c["name"] for c in selection["candidates"] if c.get("from")]
+    assert earlier == ["entangle-grown", "entangle-char-grown", "entangle-both-grown"]
+    assert {c["from"] for c in selection["candidates"] if c.get("from")} == {selection["prior"]}
     best = max(selection["candidates"], key=lambda c: c["score"])
-    assert best["name"] == selection["chosen"] and len(best["seeds"]) >= 3
+    assert best["name"] == selection["chosen"] and len(best["seeds"]) >= 3 and "from" not in best
+    assert selection["reference"]["name"] == "baseline" and len(selection["reference"]["seeds"]) == 3
     ship = table[project_vars["ship_variant"]]
     assert ship.char_encoder == variants.DEFAULT and ship.side == selection["side"]
+    assert ship.augment == selection["augment"] == best["augment"]
     assert project_vars["char_encoder"] == selection["char_encoder"]
     assert project_vars["char_dir"] == f"backbones/{variants.ENCODER_DIRS[selection['char_encoder']]}"
     record, sentence = variant_record(project_vars["ship_variant"], Path(project_vars["char_dir"]), selection)
     assert record["chosen_by_selection"] and "It was chosen among" in sentence
-    # another side, or another char encoder, is shipped with a warning, not silently
+    assert "trained with spacy-entangle's char-noise augmenter" in sentence
+    # the model card says the augmenter the packaged pipeline trained with (its config.cfg)
+    from package_meta import trained_augmenter
+
+    shutil.copy(ROOT / "configs" / ship.config, tmp_path / "config.cfg")
+    record, sentence = variant_record(ship.name, None, selection, trained_augmenter(tmp_path))
+    assert record["augmenter"]["level"] == project_vars["aug_level"] and record["chosen_by_selection"]
+    assert f"a share {project_vars['aug_level']} of the training sentences" in sentence
+    assert "char-noise augmenter" not in variant_record(ship.name, None, selection, (True, None))[1].split(".")[0]
+    assert "(2 seeds, an earlier round)" in sentence and f"{ship.name} " in sentence
+    # the project's `select` names the shipped variant and takes the earlier rounds from meta/
+    commands = {c["name"]: c for c in srsly.read_yaml(PROJECT / "project.yml")["commands"]}
+    select = commands["select"]["script"][0]
+    assert f"select {ship.name} --prior {selection['prior']} " in select and "--min-seeds 3" in select
+    # another side, another char encoder, or the same side without the augmenter, is shipped
+    # with a warning, not silently
     other = next(n for n in ("entangle", "entangle-char", "entangle-both") if table[n].side != selection["side"])
     assert "NOT the variant" in variant_record(other, None, selection)[1]
+    both, sentence = variant_record("entangle-both", None, selection)
+    assert (
+        not both["chosen_by_selection"] and "NOT the variant" in sentence and "augmenter" not in sentence.split(".")[0]
+    )
     assert not variant_record(ship.name, Path("backbones/canine-masked"), selection)[0]["chosen_by_selection"]
 
 
@@ -677,6 +806,9 @@ def test_wnut_project_end_to_end(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     installed = json.loads((tmp_path / "installed.json").read_text())
     assert installed["pipeline"] == ["entangle", "ner"]
+    # the shipped ner is scored_ner: one confidence in [0, 1] per entity
+    assert installed["scores"] is not None and len(installed["scores"]) == len(installed["entities"])
+    assert all(0.0 <= s <= 1.0 for s in installed["scores"])
     assert installed["location"].startswith(str(site))
     code = (
         "import spacy; nlp = spacy.load('en_entangle_wnut'); doc = nlp('Empire State Building = ESB'); "

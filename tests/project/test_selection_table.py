@@ -1,0 +1,109 @@
+"""project/scripts/variants.py select-table: the README's table of the shipped choice is what
+the committed meta/selection.json gives, and the rendering of a selection that `select` wrote
+(real metrics files in a temporary tree): mean ± sample std over the seeds, the choice in bold
+as en_entangle_wnut, every reference's drop ratio, the earlier round's rows marked."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import srsly
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "project" / "scripts" / "variants.py"
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+
+
+def _seeds(metrics: Path, name: str, pairs) -> None:
+    (metrics / name).mkdir(parents=True, exist_ok=True)
+    for seed, (clean, noisy) in enumerate(pairs):
+        for suffix, f in (("", clean), ("_noise0.5", noisy)):
+            (metrics / name / f"seed{seed}_dev{suffix}.json").write_text(json.dumps({"ents_f": f}), encoding="utf8")
+
+
+def test_readme_table_is_the_committed_record():
+    r = _run("select-table", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    selection = srsly.read_json(ROOT / "project" / "meta" / "selection.json")
+    ship = srsly.read_yaml(ROOT / "project" / "project.yml")["vars"]["ship_variant"]
+    readme = (ROOT / "README.md").read_text(encoding="utf8")
+    block = readme[readme.index("<!-- selection:start -->") : readme.index("<!-- selection:end -->")]
+    # the bold row is the committed choice, the one project.yml ships; every row is there
+    assert selection["chosen"] == ship and f"| **`{ship}` = `en_entangle_wnut`** |" in block
+    names = [row["name"] for row in selection["candidates"] + [selection["reference"]]]
+    names += [row["name"] for row in selection.get("other_references", [])]
+    assert "baseline-aug" in names and all(f"| `{name}`" in block or f"**`{name}`" in block for name in names)
+
+
+def test_select_records_references_and_table_renders(tmp_path):
+    metrics = tmp_path / "metrics"
+    _seeds(metrics, "entangle-aug", [(0.50, 0.40), (0.52, 0.41), (0.54, 0.45)])  # 52.0 / 42.0: 47.0
+    _seeds(metrics, "entangle-both", [(0.55, 0.30)] * 3)  # 42.5
+    _seeds(metrics, "baseline", [(0.53, 0.35), (0.54, 0.34), (0.52, 0.36)])  # drop 18.0 ± 2.0
+    _seeds(metrics, "baseline-aug", [(0.50, 0.36)] * 3)  # drop 14.0
+    first = tmp_path / "first.json"
+    common = ["--char-encoder", "grown", "--reference", "baseline", "--reference", "baseline-aug"]
+    r = _run("select", "entangle-aug", "entangle-both", "--metrics-dir", metrics, *common, "--output", first)
+    assert r.returncode == 0, r.stdout + r.stderr
+    record = srsly.read_json(first)
+    assert record["reference"]["name"] == "baseline" and record["reference"]["drop_noise0.5"] == [0.18, 0.02]
+    assert [row["name"] for row in record["other_references"]] == ["baseline-aug"]
+    # the next round: entangle-both and baseline-aug, not measured again, come from --prior
+    for name in ("entangle-both", "baseline-aug"):
+        shutil.rmtree(metrics / name)
+    out = tmp_path / "selection.json"
+    r = _run("select", "entangle-aug", "--prior", first, "--metrics-dir", metrics, *common, "--output", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    record = srsly.read_json(out)
+    assert record["other_references"][0]["from"] == str(first) and record["chosen"] == "entangle-aug"
+    assert "baseline-aug" in r.stdout and f"from {first}" in r.stdout
+
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- selection:start -->\nOLD TABLE\n<!-- selection:end -->\nrest\n", encoding="utf8")
+    assert _run("select-table", "--selection", out, "--readme", readme, "--check").returncode != 0
+    r = _run("select-table", "--selection", out, "--readme", readme)
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = readme.read_text(encoding="utf8")
+    assert text.startswith("intro\n") and text.endswith("rest\n") and "OLD TABLE" not in text
+    lines = text.splitlines()
+    assert lines[3] == (
+        "| model | recipe | seeds | dev F1 | F1 at noise 0.5 | drop at 0.5 | drop / baseline's | "
+        "drop / baseline-aug's | select score |"
+    )
+    # best score first, the choice in bold and named; mean ± sample std over the seeds
+    assert lines[5] == (
+        "| **`entangle-aug` = `en_entangle_wnut`** | **both sides, grown char encoder + augmenter** | **3** | "
+        "**52.0 ± 2.0** | **42.0 ± 2.6** | **10.0 ± 1.0** | **0.56** | **0.71** | **47.0** |"
+    )
+    assert lines[6] == (
+        "| `entangle-both` (earlier round) | both sides, grown char encoder | 3 | 55.0 ± 0.0 | 30.0 ± 0.0 | "
+        "25.0 ± 0.0 | 1.39 | 1.79 | 42.5 |"
+    )
+    assert lines[7] == (
+        "| `baseline` (reference) | spacy-transformers | 3 | 53.0 ± 1.0 | 35.0 ± 1.0 | 18.0 ± 2.0 | 1.00 | 1.29 | 44.0 |"
+    )
+    assert lines[8].startswith("| `baseline-aug` (reference, earlier round) | spacy-transformers + augmenter | 3 |")
+    assert f"`{first}` of that round" in text
+    assert _run("select-table", "--selection", out, "--readme", readme, "--check").returncode == 0
+    # a recorded figure is rounded half up from its decimals (an earlier round's 4: 0.0055 is 0.6)
+    assert record["candidates"][1]["name"] == "entangle-both"
+    record["candidates"][1]["dev_f1"] = [0.5349, 0.0055]
+    srsly.write_json(out, record)
+    assert _run("select-table", "--selection", out, "--readme", readme).returncode == 0
+    assert "| 53.5 ± 0.6 |" in readme.read_text(encoding="utf8")
+
+
+def test_select_table_errors_are_clear(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("no markers\n", encoding="utf8")
+    selection = ROOT / "project" / "meta" / "selection.json"
+    r = _run("select-table", "--selection", selection, "--readme", readme)
+    assert r.returncode != 0 and "selection:start" in r.stderr
+    assert readme.read_text(encoding="utf8") == "no markers\n"
+    r = _run("select-table", "--selection", tmp_path / "none.json", "--readme", readme)
+    assert r.returncode != 0 and "none.json" in r.stderr
