@@ -37,6 +37,7 @@ SCRIPTS = PROJECT / "scripts"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 TASKS = {"tweebank": "tweebank", "tweeteval": "tweeteval_emotion", "masakhaner": "masakhaner"}
 ALL_LANGUAGES = "amh,hau,ibo,kin,lug,luo,pcm,swa,wol,yor"
+PARITY = {"seeds-shipped", "seeds-baseline"}
 
 needs_data = pytest.mark.skipif(
     not all((SHARED / d).is_dir() for d in TASKS.values()), reason="no ../shared/data task folders"
@@ -88,7 +89,8 @@ def test_project_yml(tmp_path, name):
     project = _copy(tmp_path, name) / name
     cfg = _config(project)
     commands = {c["name"]: c for c in cfg["commands"]}
-    assert list(cfg["workflows"]) == [name, "paper"]
+    assert list(cfg["workflows"]) == [name, "paper", "parity"]
+    assert cfg["workflows"]["parity"] == ["seeds-shipped", "seeds-baseline"]
     workflow = cfg["workflows"][name]
     assert workflow[:3] == ["data", "backbones", "corpus"] and workflow[-1] == "compare"
     assert {"train", "evaluate", "train-baseline"} <= set(workflow)
@@ -103,7 +105,11 @@ def test_project_yml(tmp_path, name):
             if dep.startswith("../../configs/") or dep == "variants.yml":
                 assert (project / dep).is_file(), dep
             else:
-                assert dep in made or dep == f"{cfg['vars']['data_dir']}/", f"{cname}: {dep} is made by no command"
+                # the parity rows read the grown char encoder that the parent project built once
+                parent = dep == cfg["vars"]["grown_dir"] + "/" == "../backbones/grown/"
+                assert dep in made or parent or dep == f"{cfg['vars']['data_dir']}/", (
+                    f"{cname}: {dep} is made by no command"
+                )
         for line in cmd["script"]:
             for script in re.findall(r"\.\./scripts/(\w+\.py)", line):
                 assert (PROJECT / "scripts" / script).is_file(), script
@@ -209,8 +215,9 @@ def _train_lines(project: Path, overrides=None) -> dict:
         for line in command["script"]:
             if "variants.py train-one" not in line:
                 continue
-            args = split_command(line.split(" -- ", 1)[1] if line.startswith("python ../scripts/foreach.py") else line)
-            args = [a.replace("{lang}", "swa") for a in args]
+            while line.startswith("python ../scripts/foreach.py"):  # per language, per seed
+                line = line.split(" -- ", 1)[1]
+            args = [a.replace("{lang}", "swa").replace("{seed}", "1") for a in split_command(line)]
             cut = args.index("--") if "--" in args else len(args)
             r = subprocess.run(
                 [sys.executable, *args[1:cut], "--dry-run", *args[cut:]],
@@ -230,7 +237,7 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
     line (config, backbones, side, budget, the project's overrides)."""
     root = _copy(tmp_path, *TASKS, "codeswitch")
     tb = _train_lines(root / "tweebank")
-    assert set(tb) == {"train", "train-char", "train-baseline", "train-paper", "baseline-paper"}
+    assert set(tb) == {"train", "train-char", "train-baseline", "train-paper", "baseline-paper"} | PARITY
     for part in [
         "train ../../configs/tagger_cpu.cfg --output training/entangle",
         "--paths.train corpus/train.spacy",
@@ -262,6 +269,27 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
     assert "char_tagger_cpu.cfg" in cs["train"] and "--components.char_tagger.model.side char" in cs["train"]
     assert "char_tagger_charonly_cpu.cfg" in cs["train-charonly"]
     assert "--components.entangle.model.hidden_width 256" in cs["train-charonly"]
+    # the paper-parity rows: the shipped recipe (the grown char encoder of the parent project,
+    # both sides where a first state per token allows, the augmenter where the labels survive it)
+    # and its baseline, seed by seed
+    grown = "--paths.char_backbone ../backbones/grown"
+    for lines, config, side, augment in [
+        (tb, "tagger_cpu.cfg", "--components.tagger.model.tok2vec.side both", True),
+        (te, "textcat_cpu.cfg", "--components.textcat.model.side subword", True),
+        (mk, "ner_cpu.cfg", "--components.ner.model.tok2vec.side both", True),
+        (cs, "char_tagger_cpu.cfg", "--components.char_tagger.model.side char", False),
+    ]:
+        shipped = lines["seeds-shipped"]
+        assert f"{config} --output training/shipped/" in shipped and grown in shipped and side in shipped
+        assert "--system.seed 1" in shipped and "--paths.subword_backbone backbones/minilm" in shipped
+        assert ("char_noise_augmenter" in shipped) is augment, config
+    assert "--output training/shipped/swa/seed1" in mk["seeds-shipped"] and "--nlp.lang xx" in mk["seeds-shipped"]
+    for lines in (tb, te, mk):
+        assert "baseline_" in lines["seeds-baseline"] and "char_backbone" not in lines["seeds-baseline"]
+        assert "augmenter" not in lines["seeds-baseline"] and "--system.seed 1" in lines["seeds-baseline"]
+    charonly = cs["seeds-charonly"]
+    assert "char_tagger_charonly_cpu.cfg" in charonly and grown in charonly
+    assert "--components.entangle.model.hidden_width 384" in charonly
 
 
 def test_foreach(tmp_path):
