@@ -144,7 +144,7 @@ def variant_record(
         for r in rows
     )
     sentence = (
-        f"Variant: {name}, NER on the {variant.side} side{'s' if variant.side == 'both' else ''} of the entangle "
+        f"Variant: {name}, NER on {'both sides' if variant.side == 'both' else f'the {variant.side} side'} of the entangle "
         f"component, with the {encoder} character encoder{augmenter_phrase(augmenter)}. "
     )
     if same:

@@ -757,7 +757,7 @@ def test_wnut_project_end_to_end(tmp_path):
     assert {p["license"] for p in meta["char_encoder"]["licenses"]} == {"Apache-2.0", "MIT"}
     # which variant it is and why (meta/selection.json, the `pretraining` workflow's `select`)
     assert meta["variant"]["name"] == ship and meta["variant"]["chosen_by_selection"]
-    assert f"Variant: {ship}, NER on the" in meta["description"] and "It was chosen among" in meta["description"]
+    assert f"Variant: {ship}, NER on both sides" in meta["description"] and "It was chosen among" in meta["description"]
     assert meta["char_encoder"]["stopped_by"] == "max_steps" and meta["char_encoder"]["steps"] == 3
     # the model card: spaCy's README under the Hugging Face metadata header
     card = (project / "packages" / "en_entangle_wnut-0.0.1" / "README.md").read_text(encoding="utf8")
