@@ -24,10 +24,9 @@ from typing import Dict, List, Optional, Sequence
 
 import srsly
 import typer
-from tables import fmt_mean_spread, mean_spread, read_json
+from tables import fmt_mean_spread, mean_spread, read_json, write_marked_block
 
 HERE = Path(__file__).resolve().parent.parent
-START, END = "<!-- paper-parity:start -->", "<!-- paper-parity:end -->"
 
 
 @dataclass(frozen=True)
@@ -141,10 +140,6 @@ def table(parity: Dict) -> List[str]:
     return lines
 
 
-def readme_block(parity: Dict) -> str:
-    return "\n".join([START, "", *table(parity), "", END])
-
-
 app = typer.Typer(add_completion=False, no_args_is_help=True)
 
 
@@ -182,19 +177,9 @@ def render(
     parity = read_json(parity_file)
     if parity is None:
         sys.exit(f"✘ paper_parity.py: no {parity_file}")
-    text = readme.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
-    if len(pattern.findall(text)) != 1:
-        sys.exit(f"✘ paper_parity.py: {readme} needs exactly one {START} ... {END} block")
-    block = readme_block(parity)
-    if check:
-        if pattern.search(text).group(0) != block:
-            sys.exit(f"✘ {readme}'s paper-parity table is not what {parity_file} gives: run `render`")
-        print(f"✔ {readme}'s paper-parity table matches {parity_file}")
-        return
-    readme.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")
-    print(block)
-    print(f"✔ wrote the table into {readme}")
+    write_marked_block(
+        readme, "paper-parity", table(parity), parity_file, "python scripts/paper_parity.py render", check
+    )
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

@@ -4,7 +4,9 @@ scores, times and mean ± spread over seeds, and writing the markdown (echoed to
 from __future__ import annotations
 
 import json
+import re
 import statistics
+import sys
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
@@ -60,3 +62,28 @@ def write_report(out: Path, text: List[str]) -> None:
     out.write_text("\n".join(text) + "\n", encoding="utf-8")
     print("\n".join(text))
     print(f"✔ saved {out}")
+
+
+def marked_block(name: str, lines: List[str]) -> str:
+    """The generated lines between a README's `<!-- NAME:start -->` / `<!-- NAME:end -->` markers."""
+    return "\n".join([f"<!-- {name}:start -->", "", *lines, "", f"<!-- {name}:end -->"])
+
+
+def write_marked_block(readme: Path, name: str, lines: List[str], source: Path, command: str, check: bool) -> None:
+    """Put the generated ``lines`` (from ``source``, by ``command``) between the README's NAME
+    markers, or with ``check`` only compare and fail when they differ (the tests run that).
+    A README without exactly one pair of markers fails with a message, untouched."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    text = readme.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
+    if len(pattern.findall(text)) != 1:
+        sys.exit(f"✘ {readme} needs exactly one {start} ... {end} block")
+    block = marked_block(name, lines)
+    if check:
+        if pattern.search(text).group(0) != block:
+            sys.exit(f"✘ {readme}'s {name} table is not what {source} gives: run `{command}`")
+        print(f"✔ {readme}'s {name} table matches {source}")
+        return
+    readme.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")
+    print(block)
+    print(f"✔ wrote the {name} table into {readme}")

@@ -20,14 +20,22 @@ when the README's table is not what the file gives (tests/project runs it).
 from __future__ import annotations
 
 import json
-import re
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import typer
 from _variants import DEFAULT, ENCODER_DIRS, HERE, VARIANTS_FILE, Variant, app, metrics_path, named_variants, score
-from tables import fmt_mean_spread, fmt_time, markdown_table, mean_spread, pct, read_json, write_report
+from tables import (
+    fmt_mean_spread,
+    fmt_time,
+    markdown_table,
+    mean_spread,
+    pct,
+    read_json,
+    write_marked_block,
+    write_report,
+)
 
 
 def load_rows(metrics_dir: Path, names: Sequence[str]) -> List[Dict]:
@@ -352,9 +360,6 @@ def select(
     )
 
 
-SELECTION_START, SELECTION_END = "<!-- selection:start -->", "<!-- selection:end -->"
-
-
 def _recorded(value: Optional[float], digits: str = "0.1") -> str:
     """A recorded 0..1 figure in %, rounded half up from its recorded decimals ("–": none)."""
     if value is None:
@@ -437,10 +442,6 @@ def selection_table(selection: Dict) -> List[str]:
     return table + [line for note in notes for line in ("", note)]
 
 
-def selection_block(selection: Dict) -> str:
-    return "\n".join([SELECTION_START, "", *selection_table(selection), "", SELECTION_END])
-
-
 @app.command("select-table")
 def select_table(
     selection_file: Path = typer.Option(HERE / "meta" / "selection.json", "--selection"),
@@ -452,19 +453,5 @@ def select_table(
     selection = read_json(selection_file)
     if selection is None:
         raise SystemExit(f"variants.py select-table: no {selection_file}")
-    text = readme.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(SELECTION_START) + r".*?" + re.escape(SELECTION_END), re.S)
-    if len(pattern.findall(text)) != 1:
-        raise SystemExit(f"variants.py select-table: {readme} needs exactly one {SELECTION_START} ... {SELECTION_END}")
-    block = selection_block(selection)
-    if check:
-        if pattern.search(text).group(0) != block:
-            raise SystemExit(
-                f"variants.py select-table: {readme}'s selection table is not what {selection_file} gives: run "
-                "`python scripts/variants.py select-table` in project/"
-            )
-        print(f"✔ {readme}'s selection table matches {selection_file}")
-        return
-    readme.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")
-    print(block)
-    print(f"✔ wrote the selection table into {readme}")
+    command = "cd project && python scripts/variants.py select-table"
+    write_marked_block(readme, "selection", selection_table(selection), selection_file, command, check)
