@@ -23,7 +23,7 @@ class WindowSettings:
 
     max_pieces: Optional[int] = None
     max_chars: Optional[int] = None
-    overlap: float = 0.25
+    overlap: float = 0.1
 
     def __post_init__(self) -> None:
         # only null means "the encoder's limit": 0 or a negative size is a mistake
@@ -59,7 +59,7 @@ class WindowSettings:
 def configure_windows(
     max_pieces: Optional[int] = None,
     max_chars: Optional[int] = None,
-    overlap: float = 0.25,
+    overlap: float = 0.1,
 ) -> WindowSettings:
     """Greedy windows of at most ``max_pieces`` subword pieces and ``max_chars``
     characters, specials included (null = the encoder's own limit: 512 / 2048)."""
