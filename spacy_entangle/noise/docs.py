@@ -16,6 +16,7 @@ from spacy.util import registry
 from thinc.types import Ints2d
 
 from ..converters.io import write_docbin_atomic
+from ..pipeline import char_tags as _char_tags  # noqa: F401 (registers doc._.char_tags)
 from .attacks import ATTACKS, MIN_LENGTH, check_attacks, perturb_word
 
 
@@ -40,20 +41,31 @@ def _annotation_attrs(doc: Doc) -> List[Union[int, str]]:
 
 def perturb_doc(doc: Doc, rate: float, rng: random.Random, attacks: Sequence[str] = ATTACKS) -> Tuple[Doc, Counter]:
     """A new Doc (same vocab) whose words are attacked with probability ``rate`` each, with
-    the original's token annotations, entities, span groups and cats. Returns it and the
+    the original's token annotations, entities, span groups, cats and character labels
+    (``doc._.char_tags``, what `char_tagger` learns). With character labels, a changed word's
+    characters all take its one label, and a word whose characters carry two labels (an
+    intraword switch) is never attacked: no label is invented. Returns the new Doc and the
     number of words each attack changed."""
     attacks = check_attacks(rate, attacks)
+    tags = doc._.char_tags
     changed: Counter = Counter()
     words = []
+    new_tags: List[Optional[str]] = []
     for token in doc:
         text = token.text
-        if is_word(token) and rng.random() < rate:
+        end = token.idx + len(text)
+        own = tags[token.idx : end] if tags is not None else ()
+        if is_word(token) and rng.random() < rate and len(set(own)) <= 1:
             attack = rng.choice(attacks)
             new = perturb_word(text, attack, rng)
             if new != text:
                 changed[attack] += 1
                 text = new
+                own = own[:1] * len(new)
         words.append(text)
+        if tags is not None:
+            new_tags.extend(own)
+            new_tags.extend(tags[end : end + len(token.whitespace_)])
     new_doc = Doc(doc.vocab, words=words, spaces=[bool(t.whitespace_) for t in doc])
     attrs = _annotation_attrs(doc)
     if attrs:
@@ -62,6 +74,8 @@ def perturb_doc(doc: Doc, rate: float, rng: random.Random, attacks: Sequence[str
     for key, group in doc.spans.items():
         new_doc.spans[key] = [Span(new_doc, s.start, s.end, label=s.label, kb_id=s.kb_id) for s in group]
     new_doc.cats = dict(doc.cats)
+    if tags is not None:
+        new_doc._.char_tags = new_tags
     return new_doc, changed
 
 

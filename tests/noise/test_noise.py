@@ -166,3 +166,39 @@ def test_perturb_corpus_and_pure_attacks(nlp, tmp_path):
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert imported <= {"random", "string", "typing"}, imported
+
+
+def _code_switched(nlp) -> Doc:
+    """'hola amigo yesterday mixedword': es, es, en, and one word with an intraword switch."""
+    doc = nlp("hola amigo yesterday mixedword")
+    tags = []
+    for token in doc:
+        labels = ["es"] * 5 + ["en"] * 4 if token.text == "mixedword" else ["es" if token.i < 2 else "en"] * len(token)
+        tags += labels + [None] * len(token.whitespace_)
+    doc._.char_tags = tags
+    return doc
+
+
+@pytest.mark.issue(31)
+def test_character_labels_follow_the_changed_words(nlp):
+    doc = _code_switched(nlp)
+    for seed in range(5):
+        new, changed = perturb_doc(doc, 1.0, random.Random(seed))
+        assert sum(changed.values()) >= 2
+        assert len(new._.char_tags) == len(new.text)
+        spans = [(new.text[s:e], label) for s, e, label in new._.char_spans]
+        labels = {token.text: label for token in new for text, label in spans if text == token.text}
+        assert labels[new[0].text] == labels[new[1].text] == "es" and labels[new[2].text] == "en"
+        # the word with two labels is never attacked: its switch point is kept
+        assert new[3].text == "mixedword" and ("mixed", "es") in spans and ("word", "en") in spans
+
+
+def test_augmenter_keeps_character_labels(nlp, tmp_path):
+    DocBin(docs=[_code_switched(nlp) for _ in range(10)], store_user_data=True).to_disk(tmp_path / "train.spacy")
+    make = spacy.registry.augmenters.get("spacy-entangle.char_noise_augmenter.v1")
+    examples = list(Corpus(tmp_path / "train.spacy", augmenter=make(level=1.0, rate=1.0, seed=0))(nlp))
+    assert all(eg.reference.text != _code_switched(nlp).text for eg in examples)
+    for eg in examples:
+        tags = eg.reference._.char_tags
+        assert tags is not None and len(tags) == len(eg.reference.text)
+        assert {label for _, _, label in eg.reference._.char_spans} == {"es", "en"}
