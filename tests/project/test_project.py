@@ -180,8 +180,11 @@ def test_project_yml_is_valid():
     ]:
         assert f" {name} " in pretraining, name
     assert "--seeds 0,1,2" in pretraining and "--noisy noisy/dev_noise0.5.spacy" in pretraining
-    scores, package = commands["package"]["script"][:2]
-    assert f"add-scores training/{ship}/seed0/model-best training/{ship}/seed0/model-scored" in scores
+    scores, evaluate, package = commands["package"]["script"][:3]
+    assert f"add-scores training/{ship}/seed0/model-best training/{ship}/seed0/model-scored --beam-width 4" in scores
+    # the meta's performance is the shipped (beam-decoded) pipeline's dev score
+    assert f"evaluate training/{ship}/seed0/model-scored corpus/dev.spacy" in evaluate
+    assert f"--metrics metrics/{ship}/seed0_dev_scored.json" in package
     assert f"--char-encoder backbones/grown --variant {ship} --selection meta/selection.json" in package
     assert f"training/{ship}/seed0/model-best" in commands["package"]["deps"]
     distilled = load_project_config(
@@ -749,7 +752,9 @@ def test_wnut_project_end_to_end(tmp_path):
     meta = json.loads((project / "packages" / "en_entangle_wnut-0.0.1" / "meta.json").read_text())
     assert meta["name"] == "entangle_wnut" and meta["lang"] == "en" and meta["version"] == "0.0.1"
     assert any(r.startswith("spacy-entangle>=") for r in meta["requirements"])
-    assert meta["performance"]["ents_f"] == metrics["ents_f"]
+    # the package's performance is what it ships: the beam-decoded ner (add-scores) on dev
+    scored = json.loads((project / "metrics" / ship / "seed0_dev_scored.json").read_text())
+    assert meta["performance"]["ents_f"] == scored["ents_f"]
     # every licence it holds: WNUT-17 (CC-BY-4.0), MiniLM and the grown encoder's copied layers
     # (Apache-2.0; here the tiny BERT's MiniLM tokenizer), spacy-entangle's own weights (MIT)
     assert meta["sources"][0]["license"] == "CC-BY-4.0"
