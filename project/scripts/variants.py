@@ -1,6 +1,6 @@
 """Train, evaluate and compare the variants of a variants.yml (WNUT-17's; each task project has its own).
 
-    python scripts/variants.py train NAME [NAME ...] [--seeds 0,1,2] [--char-encoder masked]
+    python scripts/variants.py train NAME [NAME ...] [--seeds 0,1,2] [--char-encoder grown]
         [--max-steps 600] [--eval-frequency 200] [--noisy corpus/dev_noise0.5.spacy ...]
         [--gpu-id -1] [--threads N] [--dry-run] [-- EXTRA spacy train ARGS]
     python scripts/variants.py evaluate NAME [NAME ...] [--seeds ...] [--noisy ...]

@@ -251,7 +251,9 @@ OVERRIDE = typer.Option(
 )
 DRY_RUN = typer.Option(False, "--dry-run", help="print the training commands, run nothing")
 CharEncoder = Enum("CharEncoder", {name: name for name in ENCODERS}, type=str)  # typer's choices
-CHAR_ENCODER = typer.Option(CharEncoder("masked"), "--char-encoder", help="for char_encoder: default")
+CHAR_ENCODER = typer.Option(
+    CharEncoder("grown"), "--char-encoder", help="for char_encoder: default variants (grown: the shipped recipe)"
+)
 MAX_STEPS = typer.Option(None, "--max-steps", help="default: the config's")
 EVAL_FREQUENCY = typer.Option(None, "--eval-frequency", help="default: the config's")
 N_COATTENTION = typer.Option(None, "--n-coattention", help="default: the config's")
