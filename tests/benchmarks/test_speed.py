@@ -323,8 +323,10 @@ def test_speed_targets_print_every_target_of_issue_30(tmp_path, capsys):
     results = speed_targets.main([*args, "--baseline", str(tmp_path / "blank"), "--entangle", str(saved)])
     printed = capsys.readouterr().out
     targets = [t["target"] for t in results["targets"]]
-    assert len(targets) == 7 and "fastest opt-in (int8)" in targets[0]
+    assert len(targets) == 8 and "fastest opt-in (int8)" in targets[0]
     assert [t.split(" on ")[-1] for t in targets[1:3]] == ["dev.spacy", "noisy.spacy"]
+    # the long doc in fp32 and in the short docs' fastest opt-in mode
+    assert [t.split(": entangle ")[-1].split(" ")[0] for t in targets[4:6]] == ["fp32", "int8"]
     assert all(t["met"] in (True, False) and t["measured"] for t in results["targets"])
     assert results["f1_cost_points"]["entangle"] == {"dev.spacy": 0.0, "noisy.spacy": 0.0}
     assert "issue 30's targets" in printed and ("met" in printed or "MISSED" in printed)
