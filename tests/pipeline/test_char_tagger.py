@@ -112,7 +112,10 @@ def test_rows_are_the_characters_own_states(canine_dir, bert_dir, trained, posts
     """Each character reads the row that holds ITS codepoint (CANINE ids are
     codepoints), also across windows, emoji and runs of whitespace."""
     small = build(
-        canine_dir, bert_dir, window_getter={"@misc": "spacy-entangle.windows.v1", "max_pieces": 12, "max_chars": 20}
+        canine_dir,
+        bert_dir,
+        # windows of 20 characters (their cuts are what the test reads): a quarter overlaps
+        window_getter={"@misc": "spacy-entangle.windows.v1", "max_pieces": 12, "max_chars": 20, "overlap": 0.25},
     )
     small.initialize(lambda: make_examples(small, posts[:2]))
     texts = ODD_TEXTS + ["averyveryverylongwordthatdoesnotfit in a window"]
