@@ -8,8 +8,9 @@
 and stores every seed's figure in the committed meta/paper_parity.json ("ours"), beside the
 paper's figures ("paper", entered by hand with their source; kept as they are). Tasks or
 seeds that have not run are left out of "ours" with a note, never filled in.
-`render` builds the markdown table from that file alone (mean ± sample std over the seeds,
-the difference of the means) and writes it between the README's paper-parity markers;
+`render` builds the markdown tables from that file alone (mean ± sample std over the seeds,
+the difference of the means) and writes them between the README's paper-parity markers (and
+paper-parity-noaug's: the shipped recipe less the char-noise augmenter, on the clean tasks);
 `--check` fails when the README's table is not what the file gives (tests/project runs it).
 The metrics folders are not committed: meta/paper_parity.json is the record that ships.
 """
@@ -77,6 +78,14 @@ ROWS: List[Row] = [
         "charonly",
     ),
 ]
+# The shipped recipe less the char-noise augmenter (each task's variants.yml `shipped-noaug`),
+# on the clean-text tasks whose shipped rows carry it (code-switching's were trained without it): a second table, beside the first's
+# shipped-recipe figure of the same score (the row whose key is this one's without "-noaug").
+NOAUG_ROWS: List[Row] = [
+    Row(f"{row.key}-noaug", row.task, row.folder, row.score, row.metric, "shipped-noaug", row.baseline, row.language)
+    for row in ROWS
+    if row.folder in ("tweebank", "tweeteval")
+]
 
 
 def ship_variant(root: Path) -> str:
@@ -112,6 +121,11 @@ def cell(figures: Dict[str, float]) -> str:
     return "–" if not values else f"{fmt_mean_spread(values, 1)} ({len(values)})"
 
 
+def seeds_of(parity: Dict, key: str, side: str) -> Dict[str, float]:
+    """The per-seed figures of one side ("ours" or "baseline") of a row of the record."""
+    return ((parity.get("ours", {}).get(key) or {}).get(side) or {}).get("seeds", {})
+
+
 def delta(ours: Dict[str, float], baseline: Dict[str, float]) -> str:
     a, b = mean_spread(list(ours.values()))[0], mean_spread(list(baseline.values()))[0]
     return "–" if a is None or b is None else f"{100 * (a - b):+.1f}"
@@ -129,13 +143,29 @@ def table(parity: Dict) -> List[str]:
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for row in ROWS:
-        ours = parity.get("ours", {}).get(row.key) or {}
         paper = parity.get("paper", {}).get(row.key)
-        mine, base = (ours.get("ours") or {}).get("seeds", {}), (ours.get("baseline") or {}).get("seeds", {})
+        mine, base = seeds_of(parity, row.key, "ours"), seeds_of(parity, row.key, "baseline")
         if not mine and not base and not paper:
             continue
         cells = [row.task, row.score, paper_cell(paper, "entangle"), paper_cell(paper, "baseline")]
         cells += [cell(mine), cell(base), delta(mine, base)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def noaug_table(parity: Dict) -> List[str]:
+    """The README's second table: the shipped recipe less the augmenter, beside the shipped
+    recipe and the baseline (one line per NOAUG_ROWS row that has run)."""
+    lines = [
+        "| task | score | ours: shipped recipe | ours: less the augmenter | ours: baseline | less the augmenter − baseline |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for row in NOAUG_ROWS:
+        noaug, base = seeds_of(parity, row.key, "ours"), seeds_of(parity, row.key, "baseline")
+        if not noaug:
+            continue
+        shipped = seeds_of(parity, row.key[: -len("-noaug")], "ours")
+        cells = [row.task, row.score, cell(shipped), cell(noaug), cell(base), delta(noaug, base)]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -152,7 +182,7 @@ def collect(
     parity = read_json(parity_file) or {}
     ship = ship_variant(root)
     ours, missing = {}, []
-    for row in ROWS:
+    for row in ROWS + NOAUG_ROWS:
         found = collect_row(root, row, ship)
         if found["ours"]["seeds"] or found["baseline"]["seeds"]:
             ours[row.key] = found
@@ -163,7 +193,7 @@ def collect(
     parity["ours"] = ours
     parity["not_run"] = missing
     srsly.write_json(parity_file, parity)
-    print("\n".join(table(parity)))
+    print("\n".join(table(parity) + [""] + noaug_table(parity)))
     print(f"✔ {parity_file}: {len(ours)} rows; not run: {', '.join(missing) or 'none'}")
 
 
@@ -173,13 +203,14 @@ def render(
     readme: Path = typer.Option(HERE.parent / "README.md", "--readme"),
     check: bool = typer.Option(False, "--check", help="fail if the README's table differs; write nothing"),
 ) -> None:
-    """Write the table of --parity between the README's paper-parity markers."""
+    """Write the two tables of --parity between the README's paper-parity and
+    paper-parity-noaug markers."""
     parity = read_json(parity_file)
     if parity is None:
         sys.exit(f"✘ paper_parity.py: no {parity_file}")
-    write_marked_block(
-        readme, "paper-parity", table(parity), parity_file, "python scripts/paper_parity.py render", check
-    )
+    command = "python scripts/paper_parity.py render"
+    write_marked_block(readme, "paper-parity", table(parity), parity_file, command, check)
+    write_marked_block(readme, "paper-parity-noaug", noaug_table(parity), parity_file, command, check)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

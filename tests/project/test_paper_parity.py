@@ -45,6 +45,11 @@ def test_collect_and_render(tmp_path):
     _write(root / "masakhaner" / "metrics" / "shipped" / "swa" / "seed0_dev.json", {"ents_f": 0.8})
     _write(root / "masakhaner" / "metrics" / "baseline" / "swa" / "seed0_dev.json", {"ents_f": 0.7})
     _write(root / "tweebank" / "metrics" / "shipped" / "seed0_dev.json", {"tag_acc": None})  # no figure
+    # the shipped recipe less the augmenter, beside the shipped recipe and the baseline
+    for variant, macro_f in [("shipped", 0.70), ("shipped-noaug", 0.74), ("baseline", 0.71)]:
+        _write(
+            root / "tweeteval" / "metrics" / variant / "seed0_dev.json", {"cats_macro_f": macro_f, "cats_accuracy": 0.8}
+        )
     parity = tmp_path / "parity.json"
     srsly.write_json(parity, {"paper": {"wnut17": {"entangle": 57.97, "baseline": 56.38}}})
     r = _run("collect", "--root", root, "--parity", parity)
@@ -55,7 +60,11 @@ def test_collect_and_render(tmp_path):
     assert record["ours"]["wnut17-noise0.5"]["baseline"]["seeds"] == {}
     assert "tweebank" in record["not_run"] and "masakhaner-hau" in record["not_run"]
     readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- paper-parity:start -->\nold\n<!-- paper-parity:end -->\nrest\n", encoding="utf8")
+    readme.write_text(
+        "intro\n<!-- paper-parity:start -->\nold\n<!-- paper-parity:end -->\nmiddle\n"
+        "<!-- paper-parity-noaug:start -->\nold\n<!-- paper-parity-noaug:end -->\nrest\n",
+        encoding="utf8",
+    )
     assert _run("render", "--parity", parity, "--readme", readme, "--check").returncode != 0
     assert _run("render", "--parity", parity, "--readme", readme).returncode == 0
     text = readme.read_text(encoding="utf8")
@@ -64,6 +73,11 @@ def test_collect_and_render(tmp_path):
     assert "| WNUT-17 NER | dev F1 | 57.97 | 56.38 | 53.3 ± 1.5 (3) | 54.0 ± 1.0 (3) | -0.7 |" in text
     assert "| MasakhaNER (swa) | dev F1 | – | – | 80.0 (1) | 70.0 (1) | +10.0 |" in text
     assert "Tweebank" not in text and "(hau)" not in text  # nothing ran: no line
+    assert "| TweetEval emotion | val macro-F1 | – | – | 70.0 (1) | 71.0 (1) | -1.0 |" in text
+    noaug = text.split("paper-parity-noaug:start")[1]
+    assert "| TweetEval emotion | val macro-F1 | 70.0 (1) | 74.0 (1) | 71.0 (1) | +3.0 |" in noaug
+    assert "| TweetEval emotion | val accuracy | 80.0 (1) | 80.0 (1) | 80.0 (1) | +0.0 |" in noaug
+    assert "Tweebank" not in noaug and "middle" in text
     assert _run("render", "--parity", parity, "--readme", readme, "--check").returncode == 0
 
 

@@ -237,7 +237,9 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
     line (config, backbones, side, budget, the project's overrides)."""
     root = _copy(tmp_path, *TASKS, "codeswitch")
     tb = _train_lines(root / "tweebank")
-    assert set(tb) == {"train", "train-char", "train-baseline", "train-paper", "baseline-paper"} | PARITY
+    assert set(tb) == {"train", "train-char", "train-baseline", "train-paper", "baseline-paper"} | PARITY | {
+        "seeds-shipped-noaug"
+    }
     for part in [
         "train ../../configs/tagger_cpu.cfg --output training/entangle",
         "--paths.train corpus/train.spacy",
@@ -284,6 +286,14 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
         assert "--system.seed 1" in shipped and "--paths.subword_backbone backbones/minilm" in shipped
         assert ("char_noise_augmenter" in shipped) is augment, config
     assert "--output training/shipped/swa/seed1" in mk["seeds-shipped"] and "--nlp.lang xx" in mk["seeds-shipped"]
+    # the clean-text tasks' ablation: the same recipe less the augmenter, into its own folders
+    for lines, config, side in [
+        (tb, "tagger_cpu.cfg", "both"),
+        (te, "textcat_cpu.cfg", "subword"),
+    ]:
+        noaug = lines["seeds-shipped-noaug"]
+        assert f"{config} --output training/shipped-noaug/seed1" in noaug and grown in noaug and side in noaug
+        assert "char_noise_augmenter" not in noaug and "--system.seed 1" in noaug
     for lines in (tb, te, mk):
         assert "baseline_" in lines["seeds-baseline"] and "char_backbone" not in lines["seeds-baseline"]
         assert "augmenter" not in lines["seeds-baseline"] and "--system.seed 1" in lines["seeds-baseline"]
