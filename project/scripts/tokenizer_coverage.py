@@ -44,13 +44,12 @@ def coverage(words: List[str], tokenizer) -> Dict[str, float]:
     if not words:
         return {"words": 0}
     normalizer = tokenizer.backend_tokenizer.normalizer
-    unk = changed = pieces = 0
-    for word in words:
-        ids = tokenizer(word, add_special_tokens=False)["input_ids"]
-        pieces += len(ids)
-        unk += tokenizer.unk_token_id in ids
-        if normalizer is not None:
-            changed += normalizer.normalize_str(word) not in (word, word.lower())
+    encoded = tokenizer(words, add_special_tokens=False)["input_ids"]  # one batched call
+    pieces = sum(len(ids) for ids in encoded)
+    unk = sum(tokenizer.unk_token_id in ids for ids in encoded)
+    changed = 0
+    if normalizer is not None:
+        changed = sum(normalizer.normalize_str(word) not in (word, word.lower()) for word in words)
     n = len(words)
     return {"words": n, "unk": unk / n, "normalized": changed / n, "pieces": pieces / n}
 
