@@ -11,10 +11,11 @@
   The TRM blocks' feed-forward layers stay in float as well: torch runs
   ``nn.TransformerEncoderLayer`` through a fused fast path at prediction time, which
   needs float weights.
-- ``bf16``: bfloat16 autocast, a GPU option (or a CPU with AMX). It is no speed-up on a
-  CPU without AMX: on an AVX512-BF16 Xeon without AMX it ran at 0.45x fp32's words/s
-  (benchmarks/speed_compare.py, one thread), and such a CPU gets a warning; it still runs
-  in bf16.
+- ``bf16``: bfloat16 autocast. Measured on WNUT-17 dev tweets at the shipped shapes
+  (benchmarks/bf16_devices.py, one thread on a CPU), it paid nowhere: 0.96x fp32's words/s
+  on an AVX512-BF16 Xeon without AMX, 0.66x on a Xeon with AMX, 0.67x on an H100 (MiniLM-sized
+  matrices are too small for the casts to pay). On a CPU it warns so and still runs in bf16;
+  on a GPU it stays an option for larger encoders (the paper's), unmeasured here.
 - ``onnx``: ONNX Runtime runs the encoders (graphs exported from the loaded weights on the
   first prediction, kept in memory; CPU only, elsewhere fp32 with a warning; needs
   ``pip install 'spacy-entangle[onnx]'``): the same model in fp32, outputs within float
@@ -30,8 +31,6 @@ import copy
 import itertools
 import warnings
 from contextlib import nullcontext
-from functools import cache
-from pathlib import Path
 from typing import ContextManager, Literal, Optional, Tuple, get_args
 
 import torch
@@ -59,12 +58,12 @@ def inference_on_device(mode: str, device_type: str) -> str:
     """The mode prediction runs in on ``device_type``. Dynamic int8 quantization and the
     ONNX Runtime engine run on the CPU only: elsewhere the model predicts in fp32 and a
     warning says so, so that a pipeline saved with int8 for the CPU still loads, trains and
-    predicts on a GPU. bf16 on a CPU without AMX warns that it is no speed-up there."""
+    predicts on a GPU. bf16 on a CPU warns that it was measured slower than fp32 there."""
     check_inference_mode(mode)
-    if mode == "bf16" and device_type == "cpu" and not cpu_has_amx():
+    if mode == "bf16" and device_type == "cpu":
         warnings.warn(
-            "inference = 'bf16' on a CPU without AMX is slower than fp32 (bfloat16 autocast pays on "
-            "GPUs and AMX CPUs); for CPU speed set inference = 'onnx-int8' or 'onnx'.",
+            "inference = 'bf16' on the CPU was measured slower than fp32 on tweets, with AMX and "
+            "without (benchmarks/bf16_devices.py); for CPU speed set inference = 'onnx-int8' or 'onnx'.",
             UserWarning,
             stacklevel=3,
         )
@@ -78,19 +77,6 @@ def inference_on_device(mode: str, device_type: str) -> str:
         )
         return "fp32"
     return mode
-
-
-@cache
-def cpu_has_amx() -> bool:
-    """Whether the CPU has AMX tiles for bfloat16 (Linux reports them in /proc/cpuinfo;
-    elsewhere assumed, so no warning is given on a guess)."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if not cpuinfo.is_file():
-        return True
-    try:
-        return "amx_bf16" in cpuinfo.read_text(encoding="utf8", errors="replace")
-    except OSError:
-        return True
 
 
 def autocast_dtype(
