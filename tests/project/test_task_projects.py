@@ -279,17 +279,18 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
         (tb, "tagger_cpu.cfg", "--components.tagger.model.tok2vec.side both", True),
         (te, "textcat_cpu.cfg", "--components.textcat.model.side subword", True),
         (mk, "ner_cpu.cfg", "--components.ner.model.tok2vec.side both", True),
-        (cs, "char_tagger_cpu.cfg", "--components.char_tagger.model.side char", False),
+        (cs, "char_tagger_cpu.cfg", "--components.char_tagger.model.side char", True),
     ]:
         shipped = lines["seeds-shipped"]
         assert f"{config} --output training/shipped/" in shipped and grown in shipped and side in shipped
         assert "--system.seed 1" in shipped and "--paths.subword_backbone backbones/minilm" in shipped
         assert ("char_noise_augmenter" in shipped) is augment, config
     assert "--output training/shipped/swa/seed1" in mk["seeds-shipped"] and "--nlp.lang xx" in mk["seeds-shipped"]
-    # the clean-text tasks' ablation: the same recipe less the augmenter, into its own folders
+    # the ablation: the same recipe less the augmenter, into its own folders
     for lines, config, side in [
         (tb, "tagger_cpu.cfg", "both"),
         (te, "textcat_cpu.cfg", "subword"),
+        (cs, "char_tagger_cpu.cfg", "--components.char_tagger.model.side char"),
     ]:
         noaug = lines["seeds-shipped-noaug"]
         assert f"{config} --output training/shipped-noaug/seed1" in noaug and grown in noaug and side in noaug
