@@ -13,9 +13,10 @@
   needs float weights.
 - ``bf16``: bfloat16 autocast. Measured on WNUT-17 dev tweets at the shipped shapes
   (benchmarks/bf16_devices.py, one thread on a CPU), it paid nowhere: 0.96x fp32's words/s
-  on an AVX512-BF16 Xeon without AMX, 0.66x on a Xeon with AMX, 0.67x on an H100 (MiniLM-sized
-  matrices are too small for the casts to pay). On a CPU it warns so and still runs in bf16;
-  on a GPU it stays an option for larger encoders (the paper's), unmeasured here.
+  on an AVX512-BF16 Xeon without AMX, 0.66x on a Xeon with AMX, 0.67x on an H100 (on short
+  repeated sample sentences it did pay on both CPUs: the texts decide, for reasons not yet
+  established). On a CPU it warns so and still runs in bf16; on a GPU it stays an option
+  for larger encoders (the paper's), unmeasured here.
 - ``onnx``: ONNX Runtime runs the encoders (graphs exported from the loaded weights on the
   first prediction, kept in memory; CPU only, elsewhere fp32 with a warning; needs
   ``pip install 'spacy-entangle[onnx]'``): the same model in fp32, outputs within float
