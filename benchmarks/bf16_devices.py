@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence
 
 import spacy
 import torch
-from speed_data import read_sentences
+from speed_data import n_words, read_sentences
 from speed_data import texts_of as sentence_texts
 from speed_timing import best_seconds, print_table
 
@@ -70,8 +70,7 @@ def time_modes(path: Path, texts, repeats: int, batch_size: int) -> Dict[str, fl
             warnings.simplefilter("ignore", UserWarning)  # bf16 on a CPU warns: measured here anyway
             pipes[mode] = spacy.load(path, config={"components": {"entangle": {"inference": mode}}})
     best = best_seconds(pipes, texts, repeats, batch_size)
-    words = sum(len(w) for w, _ in texts)
-    return {mode: words / s for mode, s in best.items()}
+    return {mode: n_words(texts) / s for mode, s in best.items()}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

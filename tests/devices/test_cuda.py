@@ -19,8 +19,7 @@ import torch
 from _pipelines import TEXTS, build, examples, train
 from _weasel import offline_env
 from spacy.tokens import DocBin
-
-from spacy_entangle.modeling.grown import grow_char_encoder
+from thinc.api import to_numpy
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -36,14 +35,6 @@ def gpu():
         yield
     finally:
         spacy.require_cpu()
-
-
-@pytest.fixture(scope="module")
-def grown_dir(tmp_path_factory, bert_dir):
-    """A tiny grown char encoder (one copied layer of the tiny BERT): the shipped design."""
-    out = tmp_path_factory.mktemp("grown")
-    grow_char_encoder(bert_dir, out, k=1, char_width=32, char_heads=2, hash_buckets=512, seed=0)
-    return out
 
 
 @pytest.fixture(params=["grown", "canine"])
@@ -65,7 +56,7 @@ def _device(nlp) -> torch.device:
 
 def _on_cpu(states):
     """Rows as numpy arrays, wherever they were computed (cupy on the GPU)."""
-    return [tuple(a.get() if hasattr(a, "get") else numpy.asarray(a) for a in pair) for pair in states]
+    return [tuple(to_numpy(a) for a in pair) for pair in states]
 
 
 @pytest.mark.parametrize("mixed", [False, True])
