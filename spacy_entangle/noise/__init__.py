@@ -18,6 +18,9 @@ not spaces, punctuation, URLs or numbers.
 
 from .attacks import ATTACKS, KEYBOARD, MIN_LENGTH, check_attacks, perturb_word
 
+# stability training: the `entangle` component's ``consistency`` setting (an entry point too)
+from .consistency import NoiseConsistency, create_noise_consistency
+
 # the spaCy side; `spacy_entangle.noise:create_char_noise_augmenter` is an entry point (setup.cfg)
 from .docs import PerturbStats, create_char_noise_augmenter, is_word, perturb_corpus, perturb_doc, perturb_docs
 
@@ -33,4 +36,6 @@ __all__ = [
     "perturb_corpus",
     "PerturbStats",
     "create_char_noise_augmenter",
+    "NoiseConsistency",
+    "create_noise_consistency",
 ]

@@ -31,6 +31,7 @@ from ..data import (
 from ..layers.entangle_model import entangle_shim
 from ..layers.listener import EntangleListener, OutputStore, no_backprop
 from ..modeling.inference import InferenceMode, check_inference_mode
+from ..noise.consistency import NoiseConsistency
 from .attention import label_attention
 from .deferred import DeferredBackward
 from .linking import ListenerLinks
@@ -97,6 +98,7 @@ def install_extensions() -> None:
         "store_attention": False,
         "doc_tensor": None,
         "doc_tensor_pooling": "mean",
+        "consistency": None,
     },
 )
 def make_entangle(
@@ -109,6 +111,7 @@ def make_entangle(
     store_attention: bool,
     doc_tensor: Optional[Side] = None,
     doc_tensor_pooling: Pooling = "mean",
+    consistency: Optional[NoiseConsistency] = None,
 ) -> "Entangle":
     """The shared character + subword encoder. frozen = true: predict under no-grad
     and never step the optimizer (grad_factor = 0 is not freezing). store_output =
@@ -125,7 +128,10 @@ def make_entangle(
     cross-attention maps (``python -m spacy_entangle explain`` draws them); off by default.
     doc_tensor = "subword" | "char" | "both": fill ``doc.tensor`` with one vector per token
     from that side, pooled by doc_tensor_pooling ("mean" | "first"), so ``token.vector``,
-    ``span.vector`` and ``doc.similarity`` work; null (default): ``doc.tensor`` is left alone."""
+    ``span.vector`` and ``doc.similarity`` work; null (default): ``doc.tensor`` is left alone.
+    consistency: null (default), or stability training while it trains
+    (``spacy-entangle.noise_consistency.v1``: an attacked copy of some docs of each batch
+    learns the clean docs' token states; noise/consistency.py)."""
     component = Entangle(
         nlp.vocab,
         model,
@@ -136,6 +142,7 @@ def make_entangle(
         store_attention=store_attention,
         doc_tensor=doc_tensor,
         doc_tensor_pooling=doc_tensor_pooling,
+        consistency=consistency,
     )
     component.attach(nlp)
     return component
@@ -157,6 +164,7 @@ class Entangle(ListenerLinks, TrainablePipe):
         store_attention: bool = False,
         doc_tensor: Optional[str] = None,
         doc_tensor_pooling: str = "mean",
+        consistency: Optional[NoiseConsistency] = None,
     ):
         self.vocab = vocab
         self.model = model
@@ -168,6 +176,8 @@ class Entangle(ListenerLinks, TrainablePipe):
         # run-time settings too: which side's pooled token vectors fill doc.tensor (None: none)
         self.doc_tensor, self.doc_tensor_pooling = check_doc_tensor(doc_tensor, doc_tensor_pooling)
         self.name = name
+        # training only: stability training against attacked copies (None: off)
+        self.consistency = consistency
         self.cfg = {"frozen": frozen, "store_output": store_output}
         # the pipeline and the listeners linked (pipeline/linking.py)
         self._init_links()
@@ -300,7 +310,7 @@ class Entangle(ListenerLinks, TrainablePipe):
         listeners = self.active_listeners()
         self._update_sides(listeners)
         set_dropout_rate(self.model, drop)
-        outputs, bp_outputs = self.model.begin_update(docs)
+        outputs, bp_outputs = self._begin_update(docs, losses)
         pending = self._deferred.begin(outputs, bp_outputs, sgd)
 
         def accumulate_gradient(grads: List[EntangleData]) -> List[Doc]:
@@ -318,6 +328,31 @@ class Entangle(ListenerLinks, TrainablePipe):
         if listeners:
             listeners[-1].receive(batch_id, outputs, backprop)
         return losses
+
+    def _begin_update(
+        self, docs: List[Doc], losses: Dict[str, float]
+    ) -> Tuple[List[EntangleData], Callable[[List[EntangleData]], Any]]:
+        """The batch's forward pass; with ``consistency``, in the same pass the attacked
+        copies of some docs, whose gradient towards the clean docs' states (computed now:
+        the clean states are its fixed target) joins the listeners' in the one backward
+        pass. The listeners see the clean docs' outputs only."""
+        picked, copies = self.consistency.perturb(docs) if self.consistency is not None else ([], [])
+        if not copies:
+            return self.model.begin_update(docs)
+        assert self.consistency is not None
+        key = f"{self.name}_consistency"
+        losses.setdefault(key, 0.0)
+        both, bp_both = self.model.begin_update(docs + copies)
+        outputs = both[: len(docs)]
+        loss, d_copies = self.consistency.loss(
+            [outputs[i] for i in picked], both[len(docs) :], self.model.attrs["sides"]
+        )
+        losses[key] += loss
+
+        def backprop(grads: List[EntangleData]) -> Any:
+            return bp_both(list(grads) + d_copies)
+
+        return outputs, backprop
 
     def finish_update(self, sgd: Optimizer) -> None:
         """One optimizer step per batch. ``nlp.update(sgd=...)`` finishes each
