@@ -384,8 +384,21 @@ def _recipe_cell(row: Dict) -> str:
     if row.get("augment"):
         text += " + augmenter"
     if row.get("settings"):
-        text += " (" + ", ".join(f"{k.rsplit('.', 1)[-1]} {v}" for k, v in row["settings"].items()) + ")"
+        text += " (" + ", ".join(_setting_cell(k, v) for k, v in row["settings"].items()) + ")"
     return text
+
+
+def _setting_cell(key: str, value: str) -> str:
+    """``backbone_lr_scale 0.667``; a registered block by its arguments
+    (``consistency: weight 3.0, level 0.5, rate 0.5``), not its JSON."""
+    name = key.rsplit(".", 1)[-1]
+    try:
+        block = json.loads(value)
+    except ValueError:
+        return f"{name} {value}"
+    if not isinstance(block, dict):
+        return f"{name} {value}"
+    return f"{name}: " + ", ".join(f"{k} {v}" for k, v in block.items() if not k.startswith("@"))
 
 
 def selection_table(selection: Dict) -> List[str]:

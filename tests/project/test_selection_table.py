@@ -107,3 +107,16 @@ def test_select_table_errors_are_clear(tmp_path):
     assert readme.read_text(encoding="utf8") == "no markers\n"
     r = _run("select-table", "--selection", tmp_path / "none.json", "--readme", readme)
     assert r.returncode != 0 and "none.json" in r.stderr
+
+
+def test_recipe_cell_shows_a_registered_setting_by_its_arguments():
+    from variants_report import _recipe_cell  # project/scripts (setup.cfg: pytest pythonpath)
+
+    row = {"side": "both", "char_encoder": "grown", "settings": {}}
+    row["settings"]["components.entangle.model.backbone_lr_scale"] = "0.667"
+    row["settings"]["components.entangle.consistency"] = json.dumps(
+        {"@misc": "spacy-entangle.noise_consistency.v1", "weight": 3.0, "rate": 0.5}
+    )
+    assert _recipe_cell(row) == (
+        "both sides, grown char encoder (backbone_lr_scale 0.667, consistency: weight 3.0, rate 0.5)"
+    )
