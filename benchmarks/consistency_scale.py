@@ -56,7 +56,9 @@ def main(argv: Optional[List[str]] = None) -> List[float]:
         picked, copies = rule.perturb(clean)
         outputs = entangle.model.predict(clean + copies)
         loss, grads = rule.loss([outputs[i] for i in picked], outputs[len(clean) :], entangle.model.attrs["sides"])
-        term = sum(float((g.side(s) ** 2).sum()) for g in grads for s in ("subword", "char") if getattr(g, s) is not None)
+        term = sum(
+            float((g.side(s) ** 2).sum()) for g in grads for s in ("subword", "char") if getattr(g, s) is not None
+        )
         ratio = listeners / term if term else math.inf
         ratios.append(ratio)
         print(
