@@ -47,7 +47,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
-from ..pipeline.char_tags import install_extensions
+from ..char_tags import install_extensions
 from .io import FormatError, get_vocab, read_lines, write_bytes_atomic, write_docbin_atomic
 
 MIXED = "MIXED"

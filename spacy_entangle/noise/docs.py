@@ -15,8 +15,8 @@ from spacy.training import Example
 from spacy.util import registry
 from thinc.types import Ints2d
 
+from ..char_tags import install_extensions as _char_tags  # noqa: F401 (importing it registers doc._.char_tags)
 from ..converters.io import write_docbin_atomic
-from ..pipeline import char_tags as _char_tags  # noqa: F401 (registers doc._.char_tags)
 from .attacks import ATTACKS, MIN_LENGTH, check_attacks, perturb_word
 
 

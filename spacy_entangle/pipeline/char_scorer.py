@@ -6,7 +6,7 @@ from typing import Any, Callable, Dict, Iterable, List
 from spacy.training import Example
 from spacy.util import registry
 
-from .char_tags import align_char_tags
+from ..char_tags import align_char_tags
 
 
 def score_char_tags(examples: Iterable[Example], *, attr: str = "char_tags", **kwargs: Any) -> Dict[str, Any]:

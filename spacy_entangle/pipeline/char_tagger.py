@@ -23,10 +23,11 @@ from spacy.vocab import Vocab
 from thinc.api import Model, SequenceCategoricalCrossentropy
 from thinc.types import Floats2d
 
+from ..char_tags import align_char_tags, install_extensions
+
 # make_char_tagger_scorer: the entry point of spacy-entangle.char_tagger_scorer.v1 in installs
 # made before the scorer had its own module names it here
 from .char_scorer import make_char_tagger_scorer, score_char_tags  # noqa: F401
-from .char_tags import align_char_tags, install_extensions
 
 DEFAULT_MODEL_CONFIG = """
 [model]

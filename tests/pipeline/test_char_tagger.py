@@ -14,8 +14,8 @@ from _weasel import offline_env
 from spacy.tokens import Doc, DocBin
 from spacy.training import Example
 
+from spacy_entangle.char_tags import char_spans_from_tags
 from spacy_entangle.pipeline.char_scorer import score_char_tags
-from spacy_entangle.pipeline.char_tags import char_spans_from_tags
 from spacy_entangle.tokenization import prepare_docs
 from spacy_entangle.tokenization.text_rows import text_rows
 

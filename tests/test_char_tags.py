@@ -1,10 +1,10 @@
-"""The doc._.char_tags / doc._.char_spans extensions (pipeline/char_tags.py): stored where spaCy
+"""The doc._.char_tags / doc._.char_spans extensions (char_tags.py): stored where spaCy
 stores a plain extension, so .spacy corpora written by any version read alike."""
 
 import spacy
 from spacy.tokens import Doc, DocBin
 
-from spacy_entangle.pipeline.char_tags import CHAR_TAGS_KEY, install_extensions
+from spacy_entangle.char_tags import CHAR_TAGS_KEY, install_extensions
 
 TAGS = ("A", "B", None, "C")
 
