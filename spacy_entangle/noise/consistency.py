@@ -13,7 +13,6 @@ from spacy.tokens import Doc
 from spacy.util import registry
 from thinc.api import reduce_first, use_ops
 from thinc.backends import get_array_ops
-from thinc.types import Floats2d
 
 from ..data import SIDES, EntangleData, Side
 from .attacks import ATTACKS, check_attacks
@@ -67,14 +66,10 @@ class NoiseConsistency:
             pool = entangle_pool(side, reduce_first())
         targets = pool.predict(list(clean))
         states, backprop = pool.begin_update(list(noisy))
-        loss = 0.0
-        d_states: List[Floats2d] = []
-        for state, target in zip(states, targets):
-            diff = state - target
-            width = max(int(diff.shape[1]), 1)
-            loss += float(ops.xp.sum(diff * diff)) / width
-            d_states.append(diff * (2.0 * self.weight / width))
-        return self.weight * loss, backprop(d_states)
+        width = max(int(states[0].shape[1]), 1)  # every doc's: the pooled sides' width
+        diffs = [state - target for state, target in zip(states, targets)]
+        loss = sum(float(ops.xp.sum(diff * diff)) for diff in diffs) / width
+        return self.weight * loss, backprop([diff * (2.0 * self.weight / width) for diff in diffs])
 
 
 @registry.misc("spacy-entangle.noise_consistency.v1")

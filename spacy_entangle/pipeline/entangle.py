@@ -336,17 +336,15 @@ class Entangle(ListenerLinks, TrainablePipe):
         copies of some docs, whose gradient towards the clean docs' states (computed now:
         the clean states are its fixed target) joins the listeners' in the one backward
         pass. The listeners see the clean docs' outputs only."""
-        picked, copies = self.consistency.perturb(docs) if self.consistency is not None else ([], [])
-        if not copies:
+        rule = self.consistency
+        picked, copies = rule.perturb(docs) if rule is not None else ([], [])
+        if rule is None or not copies:
             return self.model.begin_update(docs)
-        assert self.consistency is not None
         key = f"{self.name}_consistency"
         losses.setdefault(key, 0.0)
         both, bp_both = self.model.begin_update(docs + copies)
         outputs = both[: len(docs)]
-        loss, d_copies = self.consistency.loss(
-            [outputs[i] for i in picked], both[len(docs) :], self.model.attrs["sides"]
-        )
+        loss, d_copies = rule.loss([outputs[i] for i in picked], both[len(docs) :], self.model.attrs["sides"])
         losses[key] += loss
 
         def backprop(grads: List[EntangleData]) -> Any:
