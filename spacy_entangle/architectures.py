@@ -7,10 +7,11 @@ from spacy.util import registry
 from thinc.api import Dropout, Linear, Logistic, Model, Ragged, Softmax, chain, reduce_first, with_array
 from thinc.types import Floats2d
 
-from .data import SIDES, EntangleData, Side, side_names
+from .data import SIDES, Combine, EntangleData, Side, side_names
 from .layers import EntangleListener, EntangleModel, entangle_first_state, entangle_pool
 from .layers.char_states import entangle_char_states
 from .layers.settings import EntangleSettings
+from .layers.side_gate import side_gate
 from .layers.tanh import Tanh
 from .tokenization.windows import WindowSettings
 
@@ -48,15 +49,41 @@ def EntangleListener_v1(
     grad_factor: float = 1.0,
 ) -> Model[List[Doc], List[Floats2d]]:
     """One vector per token from the upstream `entangle` component: side = subword |
-    char | both; pooling over the token's pieces / characters (default: the first)."""
-    sides = side_names(side)
-    listener = EntangleListener(upstream, sides)
+    char | both (concatenated); pooling over the token's pieces / characters (default:
+    the first). EntangleListener.v2 with combine = "concat"."""
+    return EntangleListener_v2(upstream, side, pooling, grad_factor, "concat")
+
+
+@registry.architectures("spacy-entangle.EntangleListener.v2")
+def EntangleListener_v2(
+    upstream: str = "*",
+    side: Side = "subword",
+    pooling: Optional[Model[Ragged, Floats2d]] = None,
+    grad_factor: float = 1.0,
+    combine: Combine = "concat",
+) -> Model[List[Doc], List[Floats2d]]:
+    """v1 plus ``combine``, how side = both joins a token's two vectors: "concat"
+    (subword ‖ char, 2 x width) or "gate" (a learned per-dimension mix, width:
+    layers/side_gate.py)."""
+    gate = _combine(side, combine)
+    listener = EntangleListener(upstream, side_names(side))
     pool = entangle_pool(side, pooling or reduce_first(), grad_factor)
     # the rows it reads: a prediction keeps only those (layers/entangle_model.py, keep_rows)
     listener.attrs["rows"] = "first" if pool.layers[0].name == "reduce_first" else "tokens"
-    model: Model[List[Doc], List[Floats2d]] = chain(listener, pool)
+    model: Model[List[Doc], List[Floats2d]] = chain(listener, pool, *gate)
     model.set_ref("listener", listener)
     return model
+
+
+def _combine(side: Side, combine: Combine) -> List[Model]:
+    """The layers after the pooling that join the two sides ("concat": none)."""
+    if combine == "concat":
+        return []
+    if combine != "gate":
+        raise ValueError(f"combine must be 'concat' or 'gate', got {combine!r}")
+    if side != "both":
+        raise ValueError(f"combine = 'gate' mixes the two sides: it needs side = 'both', got {side!r}")
+    return [with_array(side_gate())]
 
 
 @registry.architectures("spacy-entangle.EntangleTok2Vec.v1")
@@ -78,10 +105,35 @@ def EntangleTok2Vec_v1(
     max_batch_chars: int = 16384,
 ) -> Model[List[Doc], List[Floats2d]]:
     """A standalone entangle encoder + pooling (what `nlp.replace_listeners` puts in
-    place of a listener): EntangleModel.v1's settings plus the listener's."""
+    place of a listener): EntangleModel.v1's settings plus the listener's.
+    EntangleTok2Vec.v2 with combine = "concat"."""
+    return EntangleTok2Vec_v2(**locals(), combine="concat")
+
+
+@registry.architectures("spacy-entangle.EntangleTok2Vec.v2")
+def EntangleTok2Vec_v2(
+    char_backbone: str,
+    subword_backbone: str,
+    side: Side = "subword",
+    pooling: Optional[Model[Ragged, Floats2d]] = None,
+    grad_factor: float = 1.0,
+    combine: Combine = "concat",
+    n_coattention: int = 2,
+    hidden_width: Optional[int] = None,
+    n_heads: Optional[int] = None,
+    ffn_width: Optional[int] = None,
+    dropout: float = 0.1,
+    backbone_lr_scale: float = 1.0,
+    mixed_precision: bool = False,
+    gradient_checkpointing: bool = False,
+    window_getter: Optional[WindowSettings] = None,
+    max_batch_chars: int = 16384,
+) -> Model[List[Doc], List[Floats2d]]:
+    """EntangleTok2Vec.v1 plus the listener's ``combine`` (EntangleListener.v2)."""
+    gate = _combine(side, combine)
     model = EntangleModel(EntangleSettings.pick(locals()), window_getter)
     model.attrs["sides"] = side_names(side)
-    return chain(model, entangle_pool(side, pooling or reduce_first(), grad_factor))
+    return chain(model, entangle_pool(side, pooling or reduce_first(), grad_factor), *gate)
 
 
 @registry.architectures("spacy-entangle.TextCatCls.v1")

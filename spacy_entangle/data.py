@@ -17,6 +17,8 @@ from .tokenization.alignment import DocAlignment
 SIDES = ("subword", "char")
 # what a listener reads: one side, or both concatenated (subword ‖ char)
 Side = Literal["subword", "char", "both"]
+# how side = "both" joins a token's two vectors: concatenated, or mixed by a learned gate
+Combine = Literal["concat", "gate"]
 # how a token's rows on a side become one vector: its first row (the paper) or their mean
 Pooling = Literal["first", "mean"]
 

@@ -32,11 +32,14 @@ def _new_shim_id(shim: Shim) -> None:
 
 def replace_listener_cfg(tok2vec_model_cfg: Dict[str, Any], listener_model_cfg: Dict[str, Any]) -> Dict[str, Any]:
     """The config of the standalone replacement: EntangleModel's settings plus the
-    listener's side / pooling / grad_factor, as `spacy-entangle.EntangleTok2Vec.v1`."""
+    listener's side / pooling / grad_factor (/ combine), as the EntangleTok2Vec of the
+    listener's version (EntangleListener.v1 -> EntangleTok2Vec.v1, .v2 -> .v2)."""
     result = dict(tok2vec_model_cfg)
-    if "EntangleListener" in listener_model_cfg.get("@architectures", ""):
-        result["@architectures"] = "spacy-entangle.EntangleTok2Vec.v1"
-        for key in ("side", "pooling", "grad_factor"):
+    name = listener_model_cfg.get("@architectures", "")
+    prefix = "spacy-entangle.EntangleListener."
+    if name.startswith(prefix):
+        result["@architectures"] = "spacy-entangle.EntangleTok2Vec." + name[len(prefix) :]
+        for key in ("side", "pooling", "grad_factor", "combine"):
             if key in listener_model_cfg:
                 result[key] = listener_model_cfg[key]
     return result
