@@ -1,7 +1,7 @@
 """The entangle pipelines on a CUDA GPU: training (fp32 and mixed precision with loss
 scaling), prediction equal to the CPU's, the prediction modes' GPU fallbacks, bf16, a long
-document, `spacy train --gpu-id 0` with the shipped config, and a pipeline trained on the GPU
-that loads and predicts on the CPU.
+document, the side gate and the consistency term, `spacy train --gpu-id 0` with the shipped
+config, and a pipeline trained on the GPU that loads and predicts on the CPU.
 
 These tests skip where torch sees no GPU (the project's CI machines); on a GPU machine,
 `python -m pytest tests/devices` runs them (README, "Devices")."""
@@ -16,7 +16,7 @@ import numpy
 import pytest
 import spacy
 import torch
-from _pipelines import TEXTS, build, examples, train
+from _pipelines import TEXTS, build, entangle_cfg, examples, listener, ner_model, train
 from _weasel import offline_env
 from spacy.tokens import DocBin
 from thinc.api import to_numpy
@@ -146,6 +146,27 @@ def test_a_long_document_on_the_gpu_gets_one_finite_row_per_token(gpu, grown_dir
     doc = nlp(text)  # the ner listener reads the same rows
     assert len(doc) > 5000 and rows[0].shape[0] == rows[1].shape[0] == len(doc)
     assert numpy.isfinite(rows[0]).all() and numpy.isfinite(rows[1]).all()
+
+
+def test_the_side_gate_and_the_consistency_term_train_on_the_gpu(gpu, tmp_path, grown_dir, bert_dir):
+    """NER on a gated both-side listener (EntangleListener.v2) with stability training on:
+    the gate's weights live on the GPU and move, the consistency term is reported, every
+    loss is finite, and the pipeline predicts the same on the CPU."""
+    consistency = {"@misc": "spacy-entangle.noise_consistency.v1", "weight": 1.0, "level": 1.0, "rate": 1.0}
+    nlp = spacy.blank("en")
+    nlp.add_pipe("entangle", config={"model": entangle_cfg(grown_dir, bert_dir), "consistency": consistency})
+    tok2vec = {**listener("both"), "@architectures": "spacy-entangle.EntangleListener.v2", "combine": "gate"}
+    nlp.add_pipe("ner", config={"model": {**ner_model("both"), "tok2vec": tok2vec}})
+    losses = train(nlp, n_steps=12)
+    gate = next(n for n in nlp.get_pipe("ner").model.walk() if n.name == "entangle-side-gate")
+    assert "cupy" in type(gate.get_param("W")).__module__
+    assert float(abs(gate.get_param("W")).sum()) > 0
+    assert all(step["entangle_consistency"] > 0 for step in losses[1:])
+    assert all(numpy.isfinite(list(step.values())).all() for step in losses)
+    ents = [[(e.text, e.label_) for e in doc.ents] for doc in nlp.pipe(DOCS)]
+    nlp.to_disk(tmp_path / "p")
+    spacy.require_cpu()
+    assert [[(e.text, e.label_) for e in doc.ents] for doc in spacy.load(tmp_path / "p").pipe(DOCS)] == ents
 
 
 @pytest.mark.parametrize("mixed", ["false", "true"])
