@@ -3,7 +3,7 @@
 tweets and on an attacked copy of the same tweets (`python -m spacy_entangle perturb`: same
 tokens), the copy's tokens split into attacked (text changed) and untouched ones. A gate that
 learned to lean on the char side where the spelling is broken gives attacked tokens a lower g
-than the same tokens clean.
+than the same tokens clean; mean |g - 0.5| says how far it moved from its start (the average).
 
     OMP_NUM_THREADS=1 python benchmarks/gate_values.py PIPELINE CLEAN.spacy NOISY.spacy [--limit 0]
 """
@@ -32,17 +32,17 @@ def gated_tok2vec(nlp: Language) -> Tuple[str, Model]:
     raise SystemExit("no component listens through a side gate (EntangleListener.v2, combine = 'gate')")
 
 
-def gate_means(tok2vec: Model, docs: List[Doc]) -> numpy.ndarray:
-    """Each token's g averaged over the dimensions, for docs the `entangle` component has run on."""
+def gate_values(tok2vec: Model, docs: List[Doc]) -> numpy.ndarray:
+    """(n_tokens, width): each token's g per dimension, for docs the `entangle` component has run on."""
     listener, pool, gate = tok2vec.layers
     X = numpy.concatenate([to_numpy(x) for x in pool.predict(listener.predict(docs))]) if docs else numpy.zeros((0, 2))
     inner = gate.layers[0]
     W, b = to_numpy(inner.get_param("W")), to_numpy(inner.get_param("b"))
-    return (1.0 / (1.0 + numpy.exp(-(X @ W.T + b)))).mean(axis=1)
+    return 1.0 / (1.0 + numpy.exp(-(X @ W.T + b)))
 
 
-def main(argv: Optional[List[str]] = None) -> Dict[str, Tuple[int, float]]:
-    """Prints the table; returns {row: (tokens, mean g)}."""
+def main(argv: Optional[List[str]] = None) -> Dict[str, Tuple[int, float, float]]:
+    """Prints the table; returns {row: (tokens, mean g, mean |g - 0.5|)}."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pipeline")
     parser.add_argument("clean")
@@ -62,7 +62,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Tuple[int, float]]:
         fresh = [Doc(nlp.vocab, words=[t.text for t in d], spaces=[bool(t.whitespace_) for t in d]) for d in docs]
         return list(nlp.pipe(fresh, disable=[n for n in nlp.component_names if n != "entangle"]))
 
-    g_clean, g_noisy = gate_means(tok2vec, run(clean)), gate_means(tok2vec, run(noisy))
+    g_clean, g_noisy = gate_values(tok2vec, run(clean)), gate_values(tok2vec, run(noisy))
     attacked = numpy.array([a.text != b.text for c, n in zip(clean, noisy) for a, b in zip(c, n)], dtype=bool)
     rows = {
         "clean, every token": g_clean,
@@ -70,11 +70,15 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Tuple[int, float]]:
         "attacked copy, attacked tokens": g_noisy[attacked],
         "the same tokens, clean": g_clean[attacked],
     }
-    result = {k: (len(v), float(v.mean()) if len(v) else float("nan")) for k, v in rows.items()}
-    print(f"side gate of {args.pipeline}: mean subword weight g per token (1 - g: the char side)")
-    print("| tokens | n | mean g |\n|---|---:|---:|")
-    for key, (n, mean) in result.items():
-        print(f"| {key} | {n:,} | {mean:.3f} |")
+    nan = float("nan")
+    result = {
+        k: (len(v), float(v.mean()) if len(v) else nan, float(abs(v - 0.5).mean()) if len(v) else nan)
+        for k, v in rows.items()
+    }
+    print(f"side gate of {args.pipeline}: its subword weight g per token and dimension (1 - g: the char side)")
+    print("| tokens | n | mean g | mean abs(g - 0.5) |\n|---|---:|---:|---:|")
+    for key, (n, mean, spread) in result.items():
+        print(f"| {key} | {n:,} | {mean:.3f} | {spread:.3f} |")
     return result
 
 

@@ -20,9 +20,9 @@ def test_prints_the_gate_on_clean_and_attacked_tokens(canine_dir, bert_dir, tmp_
     DocBin(docs=clean).to_disk(tmp_path / "clean.spacy")
     DocBin(docs=list(perturb_docs(clean, rate=1.0, seed=0))).to_disk(tmp_path / "noisy.spacy")
     result = gate_values.main([str(tmp_path / "pipe"), str(tmp_path / "clean.spacy"), str(tmp_path / "noisy.spacy")])
-    (n_clean, _), (n_kept, _), (n_attacked, _), (n_same, _) = result.values()
+    (n_clean, *_), (n_kept, *_), (n_attacked, *_), (n_same, *_) = result.values()
     assert n_clean == sum(len(doc) for doc in clean) == n_kept + n_attacked and n_attacked == n_same > 0
-    assert all(0.0 < mean < 1.0 for _, mean in result.values())
+    assert all(0.0 < mean < 1.0 and 0.0 <= spread < 0.5 for _, mean, spread in result.values())
     assert "| attacked copy, attacked tokens |" in capsys.readouterr().out
 
 
