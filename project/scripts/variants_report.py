@@ -390,8 +390,11 @@ def _recipe_cell(row: Dict) -> str:
 
 def _setting_cell(key: str, value: str) -> str:
     """``backbone_lr_scale 0.667``; a registered block by its arguments
-    (``consistency: weight 3.0, level 0.5, rate 0.5``), not its JSON."""
+    (``consistency: weight 3.0, level 0.5, rate 0.5``), not its JSON; a registered name
+    set alone by its plugin-free part (``EntangleListener.v2``)."""
     name = key.rsplit(".", 1)[-1]
+    if name.startswith("@"):
+        return value.removeprefix("spacy-entangle.")
     try:
         block = json.loads(value)
     except ValueError:

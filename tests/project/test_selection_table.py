@@ -120,3 +120,7 @@ def test_recipe_cell_shows_a_registered_setting_by_its_arguments():
     assert _recipe_cell(row) == (
         "both sides, grown char encoder (backbone_lr_scale 0.667, consistency: weight 3.0, rate 0.5)"
     )
+    gated = {"side": "both", "char_encoder": "grown", "augment": True, "settings": {}}
+    gated["settings"]["components.ner.model.tok2vec.@architectures"] = "spacy-entangle.EntangleListener.v2"
+    gated["settings"]["components.ner.model.tok2vec.combine"] = "gate"
+    assert _recipe_cell(gated) == "both sides, grown char encoder + augmenter (EntangleListener.v2, combine gate)"
