@@ -36,9 +36,8 @@ def gate_values(tok2vec: Model, docs: List[Doc]) -> numpy.ndarray:
     """(n_tokens, width): each token's g per dimension, for docs the `entangle` component has run on."""
     listener, pool, gate = tok2vec.layers
     X = numpy.concatenate([to_numpy(x) for x in pool.predict(listener.predict(docs))]) if docs else numpy.zeros((0, 2))
-    inner = gate.layers[0]
-    W, b = to_numpy(inner.get_param("W")), to_numpy(inner.get_param("b"))
-    return 1.0 / (1.0 + numpy.exp(-(X @ W.T + b)))
+    g = gate.layers[0].layers[0]  # with_array(side gate) -> its Sigmoid
+    return to_numpy(g.predict(g.ops.asarray2f(X))) if len(X) else numpy.zeros((0, g.get_dim("nO")))
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, Tuple[int, float, float]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Dict, Iterable, List, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 import spacy
 import typer
@@ -57,20 +57,29 @@ def coverage(words: List[str], tokenizer) -> Dict[str, float]:
 def main(
     corpora: List[Path] = typer.Argument(..., help=".spacy files, or folders of LANG/dev.spacy"),
     tokenizer_path: str = typer.Option(..., "--tokenizer", help="a tokenizer's folder or Hugging Face name"),
+    output: Optional[Path] = typer.Option(None, "--output", help="also write the table to this Markdown file"),
 ) -> None:
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
     if not tokenizer.is_fast:
         sys.exit(f"✘ tokenizer_coverage.py: {tokenizer_path} has no fast tokenizer (its normalizer is read)")
     nlp = spacy.blank("xx")
-    print("| corpus | words | words with [UNK] | words the normalizer changes | pieces per word |")
-    print("|---|---:|---:|---:|---:|")
+    lines = [
+        "| corpus | words | words with [UNK] | words the normalizer changes | pieces per word |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for name, path in corpus_files(corpora):
         words = [t.text for doc in DocBin().from_disk(path).get_docs(nlp.vocab) for t in doc]
         c = coverage(words, tokenizer)
         if not c["words"]:
-            print(f"| {name} | 0 | – | – | – |")
+            lines.append(f"| {name} | 0 | – | – | – |")
             continue
-        print(f"| {name} | {c['words']:,} | {100 * c['unk']:.1f}% | {100 * c['normalized']:.1f}% | {c['pieces']:.2f} |")
+        lines.append(
+            f"| {name} | {c['words']:,} | {100 * c['unk']:.1f}% | {100 * c['normalized']:.1f}% | {c['pieces']:.2f} |"
+        )
+    print("\n".join(lines))
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text("\n".join(lines) + "\n", encoding="utf8")
 
 
 if __name__ == "__main__":

@@ -100,18 +100,9 @@ class GrownRun(PretrainRun):
         assert isinstance(encoder, PreTrainedModel)
         return encoder
 
-    def _unfreeze_step(self) -> int:
-        """The step from which the top copied layers train: ``unfreeze_from`` of the decay
-        horizon, as stage A's split (so a resume with a larger --max-steps and the same
-        --decay-steps unfreezes where an uninterrupted run does)."""
-        horizon = self.settings.decay_steps or self.settings.max_steps
-        if not horizon:
-            raise ValueError("--init-from needs --max-steps (the two stages are planned in steps)")
-        return int(self.settings.unfreeze_from * horizon)
-
     def update_next(self, plan: Iterator[List[int]]) -> Tuple[Dict[str, torch.Tensor], int]:
         settings = self.settings
-        unfreeze = settings.unfreeze_top and self.step >= self._unfreeze_step()
+        unfreeze = settings.unfreeze_top and self.step >= settings.unfreeze_step
         for param in self._top_layers():
             param.requires_grad_(bool(unfreeze))
         if self.step < settings.type_steps:

@@ -1,6 +1,7 @@
 """What decides a pretraining run: the settings (stored in the checkpoint and the model
 card, checked before anything is read) and the --config presets of a fresh CANINE."""
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -100,6 +101,21 @@ class PretrainSettings:
             raise ValueError("--type-batch and --char-width must be positive, --unfreeze-top 0 or more")
         if not 0 <= self.unfreeze_from <= 1 or self.copied_lr_scale < 0:
             raise ValueError("--unfreeze-from must be in [0, 1] and --copied-lr-scale 0 or more")
+        if self.unfreeze_top and self.max_steps and self.unfreeze_step >= self.max_steps:
+            # not an error: a run planned under --decay-steps may be resumed with more --max-steps
+            warnings.warn(
+                f"--unfreeze-top {self.unfreeze_top}: the top copied layers unfreeze at step {self.unfreeze_step} "
+                f"(--unfreeze-from {self.unfreeze_from} of {self.decay_steps or self.max_steps} steps), not before "
+                f"--max-steps {self.max_steps}, so they stay frozen in this run; lower --unfreeze-from to train them",
+                stacklevel=2,
+            )
+
+    @property
+    def unfreeze_step(self) -> int:
+        """The step from which the top copied layers train: ``unfreeze_from`` of the decay
+        horizon (--decay-steps, else --max-steps), as stage A's split, so a resume with a larger
+        --max-steps and the same --decay-steps unfreezes where an uninterrupted run does."""
+        return int(self.unfreeze_from * (self.decay_steps or self.max_steps or 0))
 
     @property
     def growing(self) -> bool:
@@ -121,11 +137,7 @@ class PretrainSettings:
         names = []
         if self.growing:
             shape = get_design(self.grow_design).objective
-            unfreeze = (
-                f"; top {self.unfreeze_top} train from {self.unfreeze_from:.0%} of the steps"
-                if self.unfreeze_top
-                else ""
-            )
+            unfreeze = f"; top {self.unfreeze_top} train from step {self.unfreeze_step}" if self.unfreeze_top else ""
             stage_a = (
                 f"{self.type_steps} steps of spelling -> input embedding over word types (sqrt-frequency, "
                 f"attack rate {self.noise_rate}), then "

@@ -158,7 +158,7 @@ def test_the_side_gate_and_the_consistency_term_train_on_the_gpu(gpu, tmp_path, 
     tok2vec = {**listener("both"), "@architectures": "spacy-entangle.EntangleListener.v2", "combine": "gate"}
     nlp.add_pipe("ner", config={"model": {**ner_model("both"), "tok2vec": tok2vec}})
     losses = train(nlp, n_steps=12)
-    gate = next(n for n in nlp.get_pipe("ner").model.walk() if n.name == "entangle-side-gate")
+    gate = next(n for n in nlp.get_pipe("ner").model.walk() if n.name == "entangle-side-gate").layers[0]
     assert "cupy" in type(gate.get_param("W")).__module__
     assert float(abs(gate.get_param("W")).sum()) > 0
     assert all(step["entangle_consistency"] > 0 for step in losses[1:])

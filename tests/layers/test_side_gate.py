@@ -23,19 +23,21 @@ def test_gate_starts_as_the_average_and_its_gradient_is_exact():
     assert gate.get_dim("nO") == 4
     numpy.testing.assert_allclose(gate.predict(X), (X[:, :4] + X[:, 4:]) / 2, atol=1e-6)
     # away from the start: compare the backward with finite differences (float64)
-    gate.ops = Ops(numpy)  # the generic ops: float64, for finite differences
+    for node in gate.walk():
+        node.ops = Ops(numpy)  # the generic ops: float64, for finite differences
+    g = gate.layers[0]  # thinc's Sigmoid holds W and b
     W = rng.normal(size=(4, 8))
     b = rng.normal(size=4)
     X64 = X.astype("float64")
     dY = rng.normal(size=(5, 4))
-    gate.set_param("W", W.copy())
-    gate.set_param("b", b.copy())
+    g.set_param("W", W.copy())
+    g.set_param("b", b.copy())
     _, backprop = gate(X64, is_train=True)
     dX = backprop(dY)
 
     def loss(values: dict) -> float:
-        gate.set_param("W", values["W"])
-        gate.set_param("b", values["b"])
+        g.set_param("W", values["W"])
+        g.set_param("b", values["b"])
         return float((gate.predict(values["X"]) * dY).sum())
 
     point = {"W": W, "b": b, "X": X64}
@@ -47,7 +49,7 @@ def test_gate_starts_as_the_average_and_its_gradient_is_exact():
             up[i] += eps
             down[i] -= eps
             numeric[i] = (loss({**point, name: up}) - loss({**point, name: down})) / (2 * eps)
-        analytic = dX if name == "X" else gate.get_grad(name)
+        analytic = dX if name == "X" else g.get_grad(name)
         numpy.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-7)
 
 
@@ -72,7 +74,7 @@ def test_gated_ner_trains_saves_and_replaces_its_listener(canine_dir, bert_dir, 
     gate = next(node for node in tok2vec.walk() if node.name == "entangle-side-gate")
     width = nlp.get_pipe("entangle").model.get_dim("nO")
     assert gate.get_dim("nI") == 2 * width and gate.get_dim("nO") == width
-    assert numpy.abs(gate.get_param("W")).sum() > 0  # it moved from its zero start
+    assert numpy.abs(gate.layers[0].get_param("W")).sum() > 0  # it moved from its zero start
 
     texts = [ex.reference.text for ex in examples(nlp)]
     expected = [[(e.text, e.label_) for e in doc.ents] for doc in nlp.pipe(texts)]

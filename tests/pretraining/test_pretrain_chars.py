@@ -493,7 +493,8 @@ def test_grown_resume_with_late_unfreezing_continues_exactly(text_file, bert_dir
     straight, split = tmp_path / "straight", tmp_path / "split"
     plan = dict(decay_steps=8, stage_a_steps=2, unfreeze_top=1, unfreeze_from=0.75)  # unfreezes at step 6
     pretrain_chars([text_file], straight, grow(bert_dir, **plan), progress=False)
-    pretrain_chars([text_file], split, grow(bert_dir, **{**plan, "max_steps": 5}), progress=False)
+    with pytest.warns(UserWarning, match="unfreeze at step 6 .* not before --max-steps 5, so they stay frozen"):
+        pretrain_chars([text_file], split, grow(bert_dir, **{**plan, "max_steps": 5}), progress=False)
     with pytest.raises(ValueError, match="--unfreeze-top differs from the checkpoint's"):
         pretrain_chars([text_file], split, grow(bert_dir, **{**plan, "unfreeze_top": 0}), resume=True, progress=False)
     pretrain_chars([text_file], split, grow(bert_dir, **plan), resume=True, progress=False)
@@ -539,6 +540,8 @@ def test_grown_unfreezes_the_top_layers_late(text_file, bert_dir, tmp_path):
     words = AutoModel.from_pretrained(out).words.state_dict()
     assert not torch.equal(words["encoder.layer.0.output.dense.weight"], teacher["encoder.layer.0.output.dense.weight"])
     assert torch.equal(words["embeddings.position_embeddings.weight"], teacher["embeddings.position_embeddings.weight"])
+    objective = AutoModel.from_pretrained(out).config.spacy_entangle_pretraining["objectives"][0]
+    assert "top 1 train from step 2" in objective
 
 
 def test_grown_canine_distils_with_its_copied_stack_frozen(text_file, bert_dir, tmp_path):

@@ -1,11 +1,13 @@
 """project/scripts/tokenizer_coverage.py: what the uncased WordPiece keeps of a corpus's words,
 on real .spacy files and MiniLM's real tokenizer (the bert_dir fixture's)."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import spacy
+from _weasel import weasel
 from spacy.tokens import DocBin
 
 SCRIPT = Path(__file__).resolve().parents[2] / "project" / "scripts" / "tokenizer_coverage.py"
@@ -42,3 +44,16 @@ def test_empty_corpus_and_bad_paths(tmp_path, bert_dir):
     (tmp_path / "nothing").mkdir()
     r = _run(tmp_path / "nothing", "--tokenizer", bert_dir)
     assert r.returncode != 0 and "no */dev.spacy" in r.stderr
+
+
+def test_masakhaner_runs_it_as_a_weasel_command(tmp_path, bert_dir):
+    """`python -m weasel run tokenizer-coverage` in project/masakhaner (a copy: the checkout is
+    never written) prints the table over its corpus/LANG/dev.spacy files."""
+    ignore = shutil.ignore_patterns("assets", "backbones", "corpus", "training", "metrics", "project.lock")
+    project = tmp_path / "project" / "masakhaner"
+    shutil.copytree(SCRIPT.parents[1] / "masakhaner", project, ignore=ignore)
+    shutil.copytree(SCRIPT.parent, tmp_path / "project" / "scripts", ignore=ignore)
+    _corpus(project / "corpus" / "amh" / "dev.spacy", ["ሰላም hello"])
+    _, out = weasel(project, "tokenizer-coverage", {"subword_dir": bert_dir})
+    assert "| amh | 2 | 50.0% | 0.0% |" in out
+    assert "| amh | 2 | 50.0% | 0.0% |" in (project / "metrics" / "tokenizer_coverage.md").read_text(encoding="utf8")
