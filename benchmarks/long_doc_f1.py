@@ -3,10 +3,13 @@ docs joined into docs of about --doc-chars characters (their gold entities kept)
 doc predicted with the entangle component's windows at every --overlaps value, and with the
 baseline (--baseline) as it is; entity F1 and seconds per run. A tweet is one window: only
 docs longer than a window (1,024 characters in the CPU preset) see the overlap at all.
+--windows CHARS:PIECES ... also tries smaller (or larger) windows than the pipeline's own
+(`window_getter`'s max_chars / max_pieces, set at load time like the overlap): each overlap at
+each window size.
 
     OMP_NUM_THREADS=1 python benchmarks/long_doc_f1.py project/training/entangle-aug/seed0/model-best \\
         --data project/corpus/dev.spacy --doc-chars 20000 --overlaps 0.25 0.1 0 \\
-        --baseline project/training/baseline-aug/seed0/model-best --threads 1
+        --baseline project/training/baseline-aug/seed0/model-best --threads 1 [--windows 1024:256 256:64]
 """
 
 import argparse
@@ -30,6 +33,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--data", type=Path, required=True, help="a .spacy corpus with gold entities (dev)")
     p.add_argument("--doc-chars", type=int, default=20_000, help="characters per joined doc (at least)")
     p.add_argument("--overlaps", type=float, nargs="+", default=[0.25, 0.1, 0.0], help="window overlaps tried")
+    p.add_argument(
+        "--windows",
+        nargs="+",
+        default=[],
+        metavar="CHARS:PIECES",
+        help="window sizes tried, specials included (default: the pipeline's own)",
+    )
     p.add_argument("--baseline", type=Path, default=None, help="a second pipeline, scored as it is")
     p.add_argument("--threads", type=int, default=1, help="torch threads (0 = torch's default)")
     p.add_argument("--output", type=Path, default=None, help="JSON file for every figure")
@@ -38,6 +48,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         p.error("--doc-chars must be >= 1")
     if not all(0.0 <= o < 1.0 for o in args.overlaps):
         p.error("--overlaps: each must be in [0, 1)")
+    try:
+        args.windows = [tuple(int(n) for n in w.split(":")) for w in args.windows]
+    except ValueError:
+        p.error(f"--windows: each must be CHARS:PIECES (two integers), got {args.windows}")
+    if not all(len(w) == 2 and min(w) >= 1 for w in args.windows):
+        p.error(f"--windows: each must be CHARS:PIECES, two positive integers, got {args.windows}")
     if args.data.suffix != ".spacy":
         p.error(f"--data must be a .spacy corpus with gold entities, got {args.data}")
     return args
@@ -80,9 +96,20 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     runs: Dict[str, Dict[str, float]] = {}
     nlp = warmed(args.model, golds)
     model = nlp.get_pipe("entangle").model
-    for overlap in args.overlaps:  # the windows are cut at prediction: one loaded pipeline serves all
-        model.attrs["window_settings"] = dataclasses.replace(model.attrs["window_settings"], overlap=overlap)
-        runs[f"entangle, overlap {overlap:g}"] = score(nlp, golds)
+    own = model.attrs["window_settings"]
+    sizes = [(None, None)] + args.windows if args.windows else [(None, None)]
+    for chars, pieces in sizes:  # the windows are cut at prediction: one loaded pipeline serves all
+        size = {} if chars is None else {"max_chars": chars, "max_pieces": pieces}
+        label = "" if chars is None else f", windows {chars} chars / {pieces} pieces"
+        if chars is None and args.windows:
+            known = own.max_chars is not None and own.max_pieces is not None
+            label = (
+                f", its own windows ({own.max_chars} chars / {own.max_pieces} pieces)" if known else ", its own windows"
+            )
+        for overlap in args.overlaps:
+            model.attrs["window_settings"] = dataclasses.replace(own, overlap=overlap, **size)
+            runs[f"entangle, overlap {overlap:g}{label}"] = score(nlp, golds)
+    model.attrs["window_settings"] = own
     if args.baseline:
         runs["baseline"] = score(warmed(args.baseline, golds), golds)
     chars = sum(len(d.text) for d in golds)

@@ -39,10 +39,26 @@ def test_long_doc_f1_scores_each_overlap_and_the_baseline(tmp_path, canine_dir, 
     assert set(results["runs"]) == {"entangle, overlap 0.5", "entangle, overlap 0", "baseline"}
     assert all(0.0 <= run["f1"] <= 100.0 for run in results["runs"].values())
 
+    # smaller windows than its own (the encoders' limits): each overlap at each size; the
+    # 16-char windows cut the 100-char docs, so they must still score every token
+    results = main([str(a) for a in [*args[:-2], "0.1", "--windows", "16:8"]])
+    assert set(results["runs"]) == {
+        "entangle, overlap 0.1, its own windows",
+        "entangle, overlap 0.1, windows 16 chars / 8 pieces",
+    }
+    assert all(0.0 <= run["f1"] <= 100.0 for run in results["runs"].values())
+
 
 def test_long_doc_f1_refuses_bad_settings(tmp_path, capsys):
     base = [str(tmp_path), "--data", str(tmp_path / "dev.spacy")]
-    for extra, message in ((["--overlaps", "1"], "in [0, 1)"), (["--doc-chars", "0"], ">= 1")):
+    bad = (
+        (["--overlaps", "1"], "in [0, 1)"),
+        (["--doc-chars", "0"], ">= 1"),
+        (["--windows", "256"], "CHARS:PIECES"),
+        (["--windows", "256:x"], "CHARS:PIECES"),
+        (["--windows", "0:64"], "two positive integers"),
+    )
+    for extra, message in bad:
         with pytest.raises(SystemExit):
             parse_args(base + extra)
         assert message in capsys.readouterr().err
