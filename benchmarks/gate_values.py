@@ -20,15 +20,15 @@ from thinc.api import Model, to_numpy
 GATE = "with_array(entangle-side-gate)"
 
 
-def gated_tok2vec(nlp: Language) -> Tuple[str, Model]:
-    """The first component whose listener ends in a side gate, and that listener chain."""
-    for name, proc in nlp.components:
+def gated_tok2vec(nlp: Language) -> Model:
+    """The listener chain of the first component whose listener ends in a side gate."""
+    for _, proc in nlp.components:
         model = getattr(proc, "model", None)
         if not isinstance(model, Model):
             continue
         for node in model.walk():
             if node.layers and node.layers[-1].name == GATE:
-                return name, node
+                return node
     raise SystemExit("no component listens through a side gate (EntangleListener.v2, combine = 'gate')")
 
 
@@ -50,7 +50,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, Tuple[int, float, float]
     args = parser.parse_args(argv)
     # the listener reads doc._.entangle, so the gate's input can be rebuilt after the pipeline ran
     nlp = spacy.load(args.pipeline, config={"components": {"entangle": {"store_output": True}}})
-    _, tok2vec = gated_tok2vec(nlp)
+    tok2vec = gated_tok2vec(nlp)
     clean, noisy = (list(DocBin().from_disk(path).get_docs(nlp.vocab)) for path in (args.clean, args.noisy))
     if args.limit:
         clean, noisy = clean[: args.limit], noisy[: args.limit]

@@ -97,17 +97,14 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     nlp = warmed(args.model, golds)
     model = nlp.get_pipe("entangle").model
     own = model.attrs["window_settings"]
-    sizes = [(None, None)] + args.windows if args.windows else [(None, None)]
-    for chars, pieces in sizes:  # the windows are cut at prediction: one loaded pipeline serves all
-        size = {} if chars is None else {"max_chars": chars, "max_pieces": pieces}
-        label = "" if chars is None else f", windows {chars} chars / {pieces} pieces"
-        if chars is None and args.windows:
-            known = own.max_chars is not None and own.max_pieces is not None
-            label = (
-                f", its own windows ({own.max_chars} chars / {own.max_pieces} pieces)" if known else ", its own windows"
-            )
+    # (max_chars, max_pieces, label): the pipeline's own windows first, then each --windows size
+    sizes = [(own.max_chars, own.max_pieces, ", its own windows" if args.windows else "")]
+    sizes += [(chars, pieces, f", windows {chars} chars / {pieces} pieces") for chars, pieces in args.windows]
+    for chars, pieces, label in sizes:  # the windows are cut at prediction: one loaded pipeline serves all
         for overlap in args.overlaps:
-            model.attrs["window_settings"] = dataclasses.replace(own, overlap=overlap, **size)
+            model.attrs["window_settings"] = dataclasses.replace(
+                own, overlap=overlap, max_chars=chars, max_pieces=pieces
+            )
             runs[f"entangle, overlap {overlap:g}{label}"] = score(nlp, golds)
     model.attrs["window_settings"] = own
     if args.baseline:
