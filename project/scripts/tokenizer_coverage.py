@@ -19,7 +19,10 @@ from typing import Dict, Iterable, List, Optional, Tuple
 import spacy
 import typer
 from spacy.tokens import DocBin
+from tables import markdown_table, write_report  # project/scripts
 from transformers import AutoTokenizer
+
+HEADER = ["corpus", "words", "words with [UNK]", "words the normalizer changes", "pieces per word"]
 
 
 def corpus_files(paths: Iterable[Path]) -> List[Tuple[str, Path]]:
@@ -63,23 +66,21 @@ def main(
     if not tokenizer.is_fast:
         sys.exit(f"✘ tokenizer_coverage.py: {tokenizer_path} has no fast tokenizer (its normalizer is read)")
     nlp = spacy.blank("xx")
-    lines = [
-        "| corpus | words | words with [UNK] | words the normalizer changes | pieces per word |",
-        "|---|---:|---:|---:|---:|",
-    ]
+    rows = []
     for name, path in corpus_files(corpora):
         words = [t.text for doc in DocBin().from_disk(path).get_docs(nlp.vocab) for t in doc]
         c = coverage(words, tokenizer)
         if not c["words"]:
-            lines.append(f"| {name} | 0 | – | – | – |")
+            rows.append([name, "0", "–", "–", "–"])
             continue
-        lines.append(
-            f"| {name} | {c['words']:,} | {100 * c['unk']:.1f}% | {100 * c['normalized']:.1f}% | {c['pieces']:.2f} |"
+        rows.append(
+            [name, f"{c['words']:,}", f"{100 * c['unk']:.1f}%", f"{100 * c['normalized']:.1f}%", f"{c['pieces']:.2f}"]
         )
-    print("\n".join(lines))
+    lines = markdown_table(HEADER, rows)
     if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text("\n".join(lines) + "\n", encoding="utf8")
+        write_report(output, lines)
+    else:
+        print("\n".join(lines))
 
 
 if __name__ == "__main__":
