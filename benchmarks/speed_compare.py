@@ -20,18 +20,26 @@ CPU engines, the baseline first, one thread (OMP_NUM_THREADS=1 and --threads 1):
     OMP_NUM_THREADS=1 python benchmarks/speed_compare.py --data ../shared/data/wnut17/dev.conll \
         --limit 600 --threads 1 --modes fp32 int8 bf16 onnx onnx-int8 --agreement \
         --pipelines baseline=BASELINE_DIR entangle=ENTANGLE_DIR
+
+--float-nodes LABEL=REGEX adds NAME@onnx-int8+LABEL: onnx-int8 with the graph nodes REGEX
+matches left in float instead of the default's (what `int8_accuracy.py --keep-float-nodes`
+scores), timed in the same rounds, e.g. `--float-nodes 'ffn=subword_encoder/.*layer\\.\\d+/output/dense'`;
+an empty REGEX (`--float-nodes all-int8=`) quantizes every node.
 """
 
 import argparse
+import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import spacy
 from spacy.language import Language
 from speed_data import Text, make_docs, n_words, read_sentences, texts_of
 from speed_timing import best_seconds, environment, print_table, save, use_device
 
+import spacy_entangle.modeling.inference as inference
 from spacy_entangle.modeling.inference import INFERENCE_MODES
 
 
@@ -62,11 +70,44 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument(
         "--agreement", action="store_true", help="compare each NAME@MODE's predictions and states with NAME's"
     )
+    p.add_argument(
+        "--float-nodes",
+        action="append",
+        default=[],
+        metavar="LABEL=REGEX",
+        help="also time NAME@onnx-int8+LABEL, its graph nodes matching REGEX in float (repeatable)",
+    )
     p.add_argument("--output", type=Path, default=None, help="JSON file for every figure")
     args = p.parse_args(argv)
     args.pipelines = pipeline_specs(p, args.pipelines)
+    args.float_nodes = float_node_specs(p, args.float_nodes)
     check_common(p, args)
     return args
+
+
+def float_node_specs(p: argparse.ArgumentParser, specs: Sequence[str]) -> List[Tuple[str, str]]:
+    out = []
+    for spec in specs:
+        label, sep, pattern = spec.partition("=")
+        if not sep or not label:
+            p.error(f"--float-nodes: expected LABEL=REGEX, got {spec!r}")
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            p.error(f"--float-nodes {spec!r}: {err}")
+        out.append((label, pattern))
+    return out
+
+
+@contextmanager
+def onnx_int8_float_nodes(patterns: Sequence[str]) -> Iterator[None]:
+    """ONNX_INT8_FLOAT_NODES replaced while a pipeline makes its onnx-int8 copy (its first prediction)."""
+    before = inference.ONNX_INT8_FLOAT_NODES
+    inference.ONNX_INT8_FLOAT_NODES = tuple(patterns)
+    try:
+        yield
+    finally:
+        inference.ONNX_INT8_FLOAT_NODES = before
 
 
 def pipeline_specs(p: argparse.ArgumentParser, specs: Sequence[str]) -> List[Tuple[str, Path]]:
@@ -95,9 +136,12 @@ def entangle_names(nlp: Language) -> List[str]:
     return [name for name in nlp.component_names if nlp.get_pipe_meta(name).factory == "entangle"]
 
 
-def load_modes(name: str, path: Path, modes: Sequence[str]) -> Dict[str, Language]:
+def load_modes(
+    name: str, path: Path, modes: Sequence[str], float_nodes: Sequence[Tuple[str, str]] = ()
+) -> Dict[str, Language]:
     """The pipeline once per inference mode (NAME, then NAME@MODE) when it has an `entangle`
-    component, else once: each mode is set through the load config, as a user would."""
+    component, else once: each mode is set through the load config, as a user would; then
+    once per (LABEL, REGEX) of ``float_nodes`` in onnx-int8 with those nodes in float."""
     nlp = spacy.load(path)
     entangles = entangle_names(nlp)
     if not entangles:
@@ -106,6 +150,11 @@ def load_modes(name: str, path: Path, modes: Sequence[str]) -> Dict[str, Languag
     for i, mode in enumerate(modes):
         overrides = {"components": {e: {"inference": mode} for e in entangles}}
         out[name if i == 0 else f"{name}@{mode}"] = spacy.load(path, config=overrides)
+    for label, pattern in float_nodes:
+        what_if = spacy.load(path, config={"components": {e: {"inference": "onnx-int8"} for e in entangles}})
+        with onnx_int8_float_nodes([pattern] if pattern else []):
+            what_if("a first prediction makes the onnx-int8 copy")
+        out[f"{name}@onnx-int8+{label}"] = what_if
     return out
 
 
@@ -118,7 +167,7 @@ def part_pipelines(specs: Sequence[Tuple[str, Path]], texts: List[Text], args) -
         if not path.exists():
             print(f"ℹ {name}: no {path}, skipped")
             continue
-        loaded = load_modes(name, path, args.modes)
+        loaded = load_modes(name, path, args.modes, args.float_nodes)
         pipes.update(loaded)
         paths.update({key: str(path) for key in loaded})
     if not pipes:

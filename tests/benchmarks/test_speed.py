@@ -3,6 +3,7 @@ runs and prints its rows, and --output holds the figures; speed_compare.py times
 pipelines side by side (the project's `compare`)."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -331,3 +332,35 @@ def test_speed_targets_print_every_target_of_issue_30(tmp_path, capsys):
     assert results["f1_cost_points"]["entangle"] == {"dev.spacy": 0.0, "noisy.spacy": 0.0}
     assert "issue 30's targets" in printed and ("met" in printed or "MISSED" in printed)
     assert json.loads(out.read_text())["targets"] == results["targets"]
+
+
+def test_compare_times_onnx_int8_with_named_graph_nodes_in_float(tmp_path, capsys):
+    """--float-nodes LABEL=REGEX: NAME@onnx-int8+LABEL predicts in onnx-int8 with the nodes
+    REGEX matches in float (the what-if int8_accuracy.py --keep-float-nodes scores), timed in
+    the same rounds; the plain onnx-int8 copy keeps none; a bad regex is a clear error."""
+    pytest.importorskip("onnxruntime")
+    from spacy_entangle.modeling import inference
+    from spacy_entangle.modeling.engines.onnx import kept_float_nodes
+
+    saved = Path(__file__).parent.parent / "fixtures" / "tiny" / "pipeline_663406e"
+    nlp = spacy.blank("en")
+    DocBin(docs=[nlp.make_doc(f"tweet {i} about Paris and @NASA") for i in range(8)]).to_disk(tmp_path / "dev.spacy")
+    ffn = r"subword_encoder/.*layer\.\d+/output/dense"
+    default = inference.ONNX_INT8_FLOAT_NODES
+    loaded = speed_compare.load_modes("ent", saved, ["fp32", "onnx-int8"], [("ffn", ffn), ("all-int8", "")])
+    assert list(loaded) == ["ent", "ent@onnx-int8", "ent@onnx-int8+ffn", "ent@onnx-int8+all-int8"]
+    assert inference.ONNX_INT8_FLOAT_NODES == default
+    for pipe in loaded.values():
+        list(pipe.pipe(["tweet about Paris and @NASA"]))
+    copies = {name: entangle_shim(p.get_pipe("entangle").model)._fast_model for name, p in loaded.items()}
+    kept = kept_float_nodes(copies["ent@onnx-int8+ffn"])
+    assert kept and all(node.startswith("subword_encoder/") and "/output/dense/" in node for node in kept)
+    # the default: the subword encoder's first feed-forward output products, a part of the what-if's
+    assert set(kept_float_nodes(copies["ent@onnx-int8"])) == {n for n in kept if re.search(r"layer\.[0-2]/", n)}
+    assert kept_float_nodes(copies["ent@onnx-int8+all-int8"]) == []
+    args = ["--data", str(tmp_path / "dev.spacy"), "--repeats", "1", "--modes", "fp32", "onnx-int8"]
+    results = speed_compare.main([*args, "--float-nodes", f"ffn={ffn}", "--pipelines", f"ent={saved}"])
+    assert list(results["pipelines"]["models"]) == ["ent", "ent@onnx-int8", "ent@onnx-int8+ffn"]
+    with pytest.raises(SystemExit):
+        speed_compare.parse_args([*args[:2], "--float-nodes", "ffn=layer(", "--pipelines", f"ent={saved}"])
+    assert "--float-nodes 'ffn=layer('" in capsys.readouterr().err

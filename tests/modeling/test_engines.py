@@ -74,6 +74,29 @@ def test_engine_outputs_are_close_to_fp32_and_padding_invariant(saved, mode):
     numpy.testing.assert_allclose(alone.char, batched.char, atol=1e-5)
 
 
+def test_onnx_int8_leaves_the_graph_nodes_a_what_if_names_in_float(saved, monkeypatch):
+    """ONNX_INT8_FLOAT_NODES (int8_accuracy.py --keep-float-nodes) keeps single products in
+    float: only the nodes its regexes match, named by part, and those nodes alone."""
+    import spacy_entangle.modeling.inference as inference
+    from spacy_entangle.modeling.engines.onnx import kept_float_nodes
+
+    texts = [text for text, _, _ in TEXTS]
+    exact = _states(_load(saved, "fp32"), texts)
+    default = _states(_load(saved, "onnx-int8"), texts)
+    ffn_out = r"char_encoder\.words/.*layer\.\d+/output/dense"
+    monkeypatch.setattr(inference, "ONNX_INT8_FLOAT_NODES", (ffn_out, r"no such node"))
+    nlp = _load(saved, "onnx-int8")
+    some_float = _states(nlp, texts)
+    kept = kept_float_nodes(nlp.get_pipe("entangle").model.shims[0]._fast_model)
+    n_layers = nlp.get_pipe("entangle").model.shims[0]._model.char_encoder.config.num_hidden_layers
+    assert n_layers >= 1
+    assert kept == [f"char_encoder.words/encoder/encoder/layer.{i}/output/dense/MatMul" for i in range(n_layers)]
+    # still within onnx-int8's tolerance of fp32, and not the default's states
+    for (es, ec), (fs, fc) in zip(exact, some_float):
+        assert numpy.abs(es - fs).max() < TOLERANCE["onnx-int8"] and numpy.abs(ec - fc).max() < TOLERANCE["onnx-int8"]
+    assert any(not numpy.array_equal(dc, fc) for (_, dc), (_, fc) in zip(default, some_float))
+
+
 def test_onnx_follows_training_and_keeps_attention_maps_exact(saved):
     """Training changes the weights: the next prediction exports them again. With the
     co-attention maps kept (store_attention) the exact model predicts: graphs return states."""

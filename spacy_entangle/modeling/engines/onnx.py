@@ -28,11 +28,12 @@ import importlib
 import io
 import itertools
 import logging
+import re
 import tempfile
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, cast
 
 import torch
 from torch import nn
@@ -65,10 +66,15 @@ def require_onnxruntime(mode: str) -> None:
         )
 
 
-def onnx_model(model: nn.Module, *, int8: bool, keep_float: Sequence[str] = ()) -> nn.Module:
+def onnx_model(
+    model: nn.Module, *, int8: bool, keep_float: Sequence[str] = (), keep_float_nodes: Sequence[str] = ()
+) -> nn.Module:
     """A copy of ``model`` (an ``EntangleEncoder``, eval mode, tensors shared) whose encoders
     (and, with int8, co-attention modules) run in ONNX Runtime. int8: quantize the graphs of
-    the parts whose names do not start with ``keep_float``."""
+    the parts whose names do not start with ``keep_float``, except their MatMul / Gemm nodes
+    whose part-qualified names (``PART/NODE``, e.g.
+    ``char_encoder.words/encoder/encoder/layer.0/output/dense/MatMul``) match a regular
+    expression of ``keep_float_nodes`` (``re.search``): a what-if finer than a whole part."""
     require_onnxruntime("onnx-int8" if int8 else "onnx")
     if any(p.device.type != "cpu" for p in model.parameters()):
         raise ValueError("the ONNX Runtime engine runs on the CPU only; on a GPU use inference = 'bf16' or 'fp32'")
@@ -80,14 +86,19 @@ def onnx_model(model: nn.Module, *, int8: bool, keep_float: Sequence[str] = ()) 
     def quantized(name: str) -> bool:
         return int8 and not f"{name}.".startswith(keep)
 
-    engine.subword_encoder = OnnxEncoder(engine.subword_encoder, "subword_encoder", quantized("subword_encoder"))
+    def part(cls: Any, module: nn.Module, name: str, *args: Any) -> "_Part":
+        made = cls(module, name, *args, quantized(name))
+        made.float_nodes = tuple(keep_float_nodes)
+        return cast(_Part, made)
+
+    engine.subword_encoder = part(OnnxEncoder, engine.subword_encoder, "subword_encoder")
     char = engine.char_encoder
     parts = [(n, c) for n, c in char.named_children() if isinstance(c, PreTrainedModel)]
     for name, child in parts:  # a grown encoder's copied layers: called with inputs_embeds
         full = f"char_encoder.{name}"
-        setattr(char, name, OnnxEncoder(child, full, quantized(full)))
+        setattr(char, name, part(OnnxEncoder, child, full))
     if not parts:  # CANINE: the whole encoder, called with codepoint ids
-        engine.char_encoder = OnnxEncoder(char, "char_encoder", quantized("char_encoder"))
+        engine.char_encoder = part(OnnxEncoder, char, "char_encoder")
     if not int8:  # in fp32, torch's fused attention fast path runs them faster than ONNX Runtime
         return engine
     cross: Dims = ("batch", "length")
@@ -95,7 +106,7 @@ def onnx_model(model: nn.Module, *, int8: bool, keep_float: Sequence[str] = ()) 
     for side in ("sub_layers", "char_layers"):
         layers = getattr(engine, side)
         for i, layer in enumerate(layers):
-            layers[i] = OnnxModule(layer, f"{side}.{i}", dims, quantized(f"{side}.{i}"))
+            layers[i] = part(OnnxModule, layer, f"{side}.{i}", dims)
     # the PyTorch parts left (a grown encoder's front end) stay in float: torch's int8 of them
     # gained nothing measurable on en_entangle_wnut's shape
     return engine
@@ -125,6 +136,8 @@ class _Part(nn.Module):
         self._torch = [module]
         self.part_name = name
         self.int8 = int8
+        self.float_nodes: Tuple[str, ...] = ()  # regexes of PART/NODE names int8 leaves in float
+        self.kept_float: List[str] = []  # the nodes they matched, once exported
         self._graphs: Dict[str, Optional[_Graph]] = {}
 
     def _graph(
@@ -132,7 +145,8 @@ class _Part(nn.Module):
     ) -> Optional[_Graph]:
         if key not in self._graphs:
             try:
-                self._graphs[key] = _export(wrapper, names, like, dims, self.int8, self.exporters)
+                float_nodes = self._float_node if self.float_nodes else None
+                self._graphs[key] = _export(wrapper, names, like, dims, self.int8, self.exporters, float_nodes)
             except Exception as err:  # noqa: BLE001 - export is best effort: the part still runs, in PyTorch
                 warnings.warn(
                     f"ONNX export of {self.part_name} failed ({type(err).__name__}: {err}); it runs in PyTorch",
@@ -141,6 +155,14 @@ class _Part(nn.Module):
                 )
                 self._graphs[key] = None
         return self._graphs[key]
+
+    def _float_node(self, node: str) -> bool:
+        """Whether int8 leaves the graph's node ``node`` in float (and records it)."""
+        qualified = f"{self.part_name}/{node.lstrip('/')}"
+        keep = any(re.search(pattern, qualified) for pattern in self.float_nodes)
+        if keep and qualified not in self.kept_float:
+            self.kept_float.append(qualified)
+        return keep
 
 
 class OnnxEncoder(_Part):
@@ -237,6 +259,7 @@ def _export(
     dims: Sequence[Dims],
     int8: bool,
     exporters: Sequence[str] = EXPORTERS,
+    float_node: Optional[Callable[[str], bool]] = None,
 ) -> _Graph:
     """``module`` exported with dynamic axes, quantized when asked, in a checked ONNX Runtime
     session: by the first of ``exporters`` whose graph passes ``_check``."""
@@ -247,7 +270,7 @@ def _export(
         try:
             with tempfile.TemporaryDirectory() as tmp, _quiet():
                 path = _write_graph(exporter, module.eval(), names, like, dims, Path(tmp) / "graph.onnx")
-                data = (_quantize(path) if int8 else path).read_bytes()
+                data = (_quantize(path, float_node) if int8 else path).read_bytes()
             graph = _Graph(_session(data))
             _check(graph, module, names, like, dims, int8)
             return graph
@@ -341,15 +364,22 @@ def _check(
         raise ValueError(f"the graph differs from PyTorch by {float((got - expected).abs().max()):.3g}")
 
 
-def _quantize(path: Path) -> Path:
-    """Dynamic int8 (per-channel int8 weights, activations quantized on the fly)."""
+def _quantize(path: Path, float_node: Optional[Callable[[str], bool]] = None) -> Path:
+    """Dynamic int8 (per-channel int8 weights, activations quantized on the fly); the MatMul
+    and Gemm nodes ``float_node`` picks stay in float."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped]
 
     out = path.with_name("graph.int8.onnx")
     # shape inference does not type every tensor of the exporter's graphs: float is the default
     options = {"DefaultTensorType": onnx.TensorProto.FLOAT}
-    quantize_dynamic(path, out, per_channel=True, weight_type=QuantType.QInt8, extra_options=options)
+    exclude = []
+    if float_node is not None:
+        nodes = onnx.load(str(path), load_external_data=False).graph.node
+        exclude = [n.name for n in nodes if n.op_type in ("MatMul", "Gemm") and float_node(n.name)]
+    quantize_dynamic(
+        path, out, per_channel=True, weight_type=QuantType.QInt8, extra_options=options, nodes_to_exclude=exclude
+    )
     return out
 
 
@@ -383,3 +413,9 @@ def parts(model: nn.Module) -> List[str]:
     return [
         m.part_name for m in model.modules() if isinstance(m, _Part) and any(g is not None for g in m._graphs.values())
     ]
+
+
+def kept_float_nodes(model: nn.Module) -> List[str]:
+    """The part-qualified graph nodes that onnx-int8 left in float (``keep_float_nodes``) in
+    an engine copy, once its graphs are exported."""
+    return [node for m in model.modules() if isinstance(m, _Part) for node in m.kept_float]
