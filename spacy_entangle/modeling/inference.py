@@ -51,7 +51,8 @@ ONNX_INT8_FLOAT_PREFIXES: Tuple[str, ...] = ()  # modules onnx-int8 leaves in fl
 # what-ifs of benchmarks/int8_accuracy.py and speed_compare.py replace them): the feed-forward
 # output products of the subword encoder's first three layers. Over three en_entangle_wnut
 # pipelines they halved onnx-int8's F1 cost on clean dev (0.78 -> 0.41) and removed it at noise
-# 0.5 (0.50 -> 0.04), for 3% of its speed (README, "Where onnx-int8's error comes from")
+# 0.5 (0.50 -> 0.04), for 2-5% of its speed (README, "Where onnx-int8's error comes from").
+# The names are those of the tracing exporter's BERT-family graphs; another graph is all int8
 ONNX_INT8_FLOAT_NODES: Tuple[str, ...] = (r"subword_encoder/.*layer\.[0-2]/output/dense/",)
 
 
