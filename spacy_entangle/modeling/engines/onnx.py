@@ -87,9 +87,7 @@ def onnx_model(
         return int8 and not f"{name}.".startswith(keep)
 
     def part(cls: Any, module: nn.Module, name: str, *args: Any) -> "_Part":
-        made = cls(module, name, *args, quantized(name))
-        made.float_nodes = tuple(keep_float_nodes)
-        return cast(_Part, made)
+        return cast(_Part, cls(module, name, *args, quantized(name), float_nodes=keep_float_nodes))
 
     engine.subword_encoder = part(OnnxEncoder, engine.subword_encoder, "subword_encoder")
     char = engine.char_encoder
@@ -131,12 +129,12 @@ class _Part(nn.Module):
 
     exporters: Tuple[str, ...] = EXPORTERS
 
-    def __init__(self, module: nn.Module, name: str, int8: bool):
+    def __init__(self, module: nn.Module, name: str, int8: bool, float_nodes: Sequence[str] = ()):
         super().__init__()
         self._torch = [module]
         self.part_name = name
         self.int8 = int8
-        self.float_nodes: Tuple[str, ...] = ()  # regexes of PART/NODE names int8 leaves in float
+        self.float_nodes = tuple(float_nodes)  # regexes of PART/NODE names int8 leaves in float
         self.kept_float: List[str] = []  # the nodes they matched, once exported
         self._graphs: Dict[str, Optional[_Graph]] = {}
 
@@ -169,8 +167,8 @@ class OnnxEncoder(_Part):
     """Stands in for a Hugging Face encoder: called with ``input_ids`` or ``inputs_embeds``
     and ``attention_mask``, returns ``.last_hidden_state`` (one graph per way it is called)."""
 
-    def __init__(self, encoder: nn.Module, name: str, int8: bool):
-        super().__init__(encoder, name, int8)
+    def __init__(self, encoder: nn.Module, name: str, int8: bool, float_nodes: Sequence[str] = ()):
+        super().__init__(encoder, name, int8, float_nodes)
         self.config = getattr(encoder, "config", None)
 
     def forward(
@@ -211,8 +209,8 @@ class OnnxModule(_Part):
 
     exporters = ("dynamo",)
 
-    def __init__(self, module: nn.Module, name: str, dims: Sequence[Dims], int8: bool):
-        super().__init__(module, name, int8)
+    def __init__(self, module: nn.Module, name: str, dims: Sequence[Dims], int8: bool, float_nodes: Sequence[str] = ()):
+        super().__init__(module, name, int8, float_nodes)
         self.dims = list(dims)
 
     def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
