@@ -11,6 +11,7 @@ from typing import Optional
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 from torch.utils.checkpoint import checkpoint
 
 
@@ -66,13 +67,61 @@ class CoAttentionModule(nn.Module):
         x_pad: torch.Tensor,
         other: torch.Tensor,
         other_pad: torch.Tensor,
+        rows: Optional[torch.Tensor] = None,
     ) -> torch.Tensor:
+        """x: (B, L, W), x_pad: (B, L); other / other_pad: the other side's. rows: (B, K)
+        positions of the only outputs wanted (B, K, W): the TRM block's queries and
+        feed-forward then run on those rows alone (its keys and values see every position),
+        the same states for a fraction of the work. A stand-in (an inference engine's
+        graph) takes the same arguments."""
         if self.checkpointing and self.training and torch.is_grad_enabled():
-            return checkpoint(self._forward, x, x_pad, other, other_pad, use_reentrant=False)
-        return self._forward(x, x_pad, other, other_pad)
+            return checkpoint(self._forward, x, x_pad, other, other_pad, rows, use_reentrant=False)
+        return self._forward(x, x_pad, other, other_pad, rows)
 
     def _forward(
-        self, x: torch.Tensor, x_pad: torch.Tensor, other: torch.Tensor, other_pad: torch.Tensor
+        self,
+        x: torch.Tensor,
+        x_pad: torch.Tensor,
+        other: torch.Tensor,
+        other_pad: torch.Tensor,
+        rows: Optional[torch.Tensor] = None,
     ) -> torch.Tensor:
         c = self.cross(x, other, other_pad)
-        return self.self_attention(c, src_key_padding_mask=x_pad)
+        if rows is None:
+            return self.self_attention(c, src_key_padding_mask=x_pad)
+        return self_attention_at(self.self_attention, c, x_pad, rows)
+
+
+def gather_rows(states: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """(B, L, W) states at (B, K) positions -> (B, K, W)."""
+    return states.gather(1, rows[..., None].expand(-1, -1, states.shape[-1]))
+
+
+def self_attention_at(
+    layer: nn.TransformerEncoderLayer, x: torch.Tensor, pad: torch.Tensor, rows: torch.Tensor
+) -> torch.Tensor:
+    """``layer(x, src_key_padding_mask=pad)`` at (B, K) ``rows`` only -> (B, K, W), with the
+    layer's own weights: queries, output projection and feed-forward on those rows, keys and
+    values on every position (fused attention: no L x L weights are kept)."""
+    B, _, W = x.shape
+    attn = layer.self_attn
+    heads = attn.num_heads
+    h = layer.norm1(x) if layer.norm_first else x
+    q_in = gather_rows(h, rows)
+    w_q, w_kv = attn.in_proj_weight.split([W, 2 * W])
+    b_q, b_kv = attn.in_proj_bias.split([W, 2 * W]) if attn.in_proj_bias is not None else (None, None)
+    q = F.linear(q_in, w_q, b_q).view(B, -1, heads, W // heads).transpose(1, 2)
+    k, v = F.linear(h, w_kv, b_kv).view(B, -1, 2, heads, W // heads).permute(2, 0, 3, 1, 4)
+    dropout = attn.dropout if layer.training else 0.0
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=~pad[:, None, None, :], dropout_p=dropout)
+    attended = layer.dropout1(attn.out_proj(o.transpose(1, 2).reshape(B, -1, W)))
+    y = gather_rows(x, rows)
+    if layer.norm_first:
+        y = y + attended
+        return y + layer.dropout2(_feed_forward(layer, layer.norm2(y)))
+    y = layer.norm1(y + attended)
+    return layer.norm2(y + layer.dropout2(_feed_forward(layer, y)))
+
+
+def _feed_forward(layer: nn.TransformerEncoderLayer, x: torch.Tensor) -> torch.Tensor:
+    return layer.linear2(layer.dropout(layer.activation(layer.linear1(x))))

@@ -5,10 +5,9 @@ from typing import Any, List, Optional, Tuple, cast
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 from torch.profiler import record_function
 
-from .coattention import CoAttentionBlock, CoAttentionModule
+from .coattention import CoAttentionBlock, CoAttentionModule, gather_rows
 from .sizes import check_coattention, coattention_heads
 from .unpadded import encode
 
@@ -154,11 +153,7 @@ def _at_rows(states: Optional[torch.Tensor], rows: Optional[torch.Tensor]) -> Op
     """(B, L, W) states at (B, K) positions -> (B, K, W) (all of them when rows is None)."""
     if states is None or rows is None:
         return states
-    return _gather_rows(states, rows)
-
-
-def _gather_rows(states: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    return states.gather(1, rows[..., None].expand(-1, -1, states.shape[-1]))
+    return gather_rows(states, rows)
 
 
 def _run_module(
@@ -169,40 +164,7 @@ def _run_module(
     other_pad: torch.Tensor,
     rows: Optional[torch.Tensor],
 ) -> torch.Tensor:
-    """One co-attention module; with ``rows``, its output at those rows only (a stand-in
-    for the module, e.g. an inference engine's graph, runs whole and is cut)."""
-    if rows is None or not isinstance(module, CoAttentionModule):
-        out = module(x, x_pad, other, other_pad)
-        return out if rows is None else _gather_rows(out, rows)
-    cross = module.cross(x, other, other_pad)
-    return _self_attention_at(module.self_attention, cross, x_pad, rows)
-
-
-def _self_attention_at(
-    layer: nn.TransformerEncoderLayer, x: torch.Tensor, pad: torch.Tensor, rows: torch.Tensor
-) -> torch.Tensor:
-    """``layer(x, src_key_padding_mask=pad)`` at (B, K) ``rows`` only -> (B, K, W), with the
-    layer's own weights: queries, output projection and feed-forward on those rows, keys and
-    values on every position (fused attention: no L x L weights are kept)."""
-    B, _, W = x.shape
-    attn = layer.self_attn
-    heads = attn.num_heads
-    h = layer.norm1(x) if layer.norm_first else x
-    q_in = _gather_rows(h, rows)
-    w_q, w_kv = attn.in_proj_weight.split([W, 2 * W])
-    b_q, b_kv = attn.in_proj_bias.split([W, 2 * W]) if attn.in_proj_bias is not None else (None, None)
-    q = F.linear(q_in, w_q, b_q).view(B, -1, heads, W // heads).transpose(1, 2)
-    k, v = F.linear(h, w_kv, b_kv).view(B, -1, 2, heads, W // heads).permute(2, 0, 3, 1, 4)
-    dropout = attn.dropout if layer.training else 0.0
-    o = F.scaled_dot_product_attention(q, k, v, attn_mask=~pad[:, None, None, :], dropout_p=dropout)
-    attended = layer.dropout1(attn.out_proj(o.transpose(1, 2).reshape(B, -1, W)))
-    y = _gather_rows(x, rows)
-    if layer.norm_first:
-        y = y + attended
-        return y + layer.dropout2(_feed_forward(layer, layer.norm2(y)))
-    y = layer.norm1(y + attended)
-    return layer.norm2(y + layer.dropout2(_feed_forward(layer, y)))
-
-
-def _feed_forward(layer: nn.TransformerEncoderLayer, x: torch.Tensor) -> torch.Tensor:
-    return layer.linear2(layer.dropout(layer.activation(layer.linear1(x))))
+    """One co-attention module (or its stand-in); with ``rows``, its output at those rows only."""
+    if rows is None:
+        return module(x, x_pad, other, other_pad)
+    return module(x, x_pad, other, other_pad, rows)

@@ -22,7 +22,8 @@
   ``pip install 'spacy-entangle[onnx]'``): the same model in fp32, outputs within float
   rounding of ``fp32`` (engines/onnx.py).
 - ``onnx-int8``: ONNX Runtime's dynamic int8 (per-channel weights) for the encoders and
-  the co-attention (a grown encoder's front end stays in PyTorch fp32): the fast mode.
+  the co-attention (a grown encoder's word segmentation and front end stay in PyTorch, the
+  front end's Linear layers in torch's dynamic int8): the fast mode.
   Unlike ``int8`` it quantizes the subword encoder and the copied layers (but those under
   ONNX_INT8_FLOAT_PREFIXES, and the graph nodes ONNX_INT8_FLOAT_NODES matches).
 - ``fp32``: the exact model (default), also when the model trains in mixed precision.
@@ -135,6 +136,17 @@ def quantize_int8(model: nn.Module) -> nn.Module:
         raise ValueError(
             "inference = 'int8' (dynamic quantization) runs on the CPU only; on a GPU use inference = 'bf16'"
         )
+    # deepcopy's memo maps each tensor to itself: the modules are copied, the tensors shared
+    shared = {id(t): t for t in itertools.chain(model.parameters(), model.buffers())}
+    copied = copy.deepcopy(model, memo=shared).eval()
+    return quantize_linears(copied, float_prefixes(copied))
+
+
+def quantize_linears(model: nn.Module, keep: Tuple[str, ...] = ()) -> nn.Module:
+    """``model`` with its ``nn.Linear`` layers, but those whose names start with ``keep``,
+    dynamically quantized to int8 in place. The TRM blocks' feed-forward layers stay in
+    float: torch runs ``nn.TransformerEncoderLayer`` through a fused fast path at prediction
+    time, which needs float weights."""
     fused = (nn.TransformerEncoderLayer,)
     skip = {
         f"{name}.{child}"
@@ -142,15 +154,13 @@ def quantize_int8(model: nn.Module) -> nn.Module:
         if isinstance(module, fused)
         for child in ("linear1", "linear2")
     }
-    keep = float_prefixes(model)
     targets = {
         name
         for name, module in model.named_modules()
         if type(module) is nn.Linear and name not in skip and not name.startswith(keep)
     }
-    # deepcopy's memo maps each tensor to itself: the modules are copied, the tensors shared
-    shared = {id(t): t for t in itertools.chain(model.parameters(), model.buffers())}
-    copied = copy.deepcopy(model, memo=shared).eval()
+    if not targets:
+        return model
     with warnings.catch_warnings():
         # torch.ao.quantization is deprecated upstream in favour of torchao, and still
         # the one dynamic quantization shipped with torch itself
@@ -158,7 +168,7 @@ def quantize_int8(model: nn.Module) -> nn.Module:
         warnings.simplefilter("ignore", UserWarning)
         from torch.ao.quantization import quantize_dynamic
 
-        return quantize_dynamic(copied, targets, dtype=torch.qint8, inplace=True)
+        return quantize_dynamic(model, targets, dtype=torch.qint8, inplace=True)
 
 
 def prediction_copy(model: nn.Module, mode: str) -> nn.Module:

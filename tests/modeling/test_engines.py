@@ -97,6 +97,83 @@ def test_onnx_int8_leaves_the_graph_nodes_a_what_if_names_in_float(saved, monkey
     assert any(not numpy.array_equal(dc, fc) for (_, dc), (_, fc) in zip(default, some_float))
 
 
+def _kept_rows(nlp, texts):
+    """The entangle model's prediction as the listeners ask for it: each token's first row."""
+    entangle = nlp.get_pipe("entangle")
+    entangle.model.attrs["keep_rows"] = "first"
+    return entangle.model.predict([nlp.make_doc(t) for t in texts])
+
+
+def test_onnx_int8_co_attention_takes_the_kept_rows_into_its_graph(saved):
+    """A prediction that keeps each token's first row runs the last co-attention modules'
+    graphs with those rows as an input (queries and feed-forward on them alone), as the
+    PyTorch model does; the states stay within onnx-int8's tolerance of fp32's."""
+    texts = [text for text, _, _ in TEXTS] + ["   ", LONG]
+    exact = _kept_rows(_load(saved, "fp32"), texts)
+    nlp = _load(saved, "onnx-int8")
+    fast = _kept_rows(nlp, texts)
+    engine = nlp.get_pipe("entangle").model.shims[0]._fast_model
+    for side in ("sub_layers", "char_layers"):
+        graphs = getattr(engine, side)[0]._graphs
+        assert list(graphs) == ["inputs5"] and graphs["inputs5"] is not None, "the rows graph, exported"
+    for e, f in zip(exact, fast):
+        assert e.subword.shape == f.subword.shape and e.char.shape == f.char.shape
+        assert e.subword.shape[0] == e.char.shape[0] > 0 or not len(e.subword)
+        assert numpy.abs(e.subword - f.subword).max(initial=0) < TOLERANCE["onnx-int8"]
+        assert numpy.abs(e.char - f.char).max(initial=0) < TOLERANCE["onnx-int8"]
+
+
+def test_onnx_int8_quantizes_every_weight_product_of_a_co_attention_module(tmp_path):
+    """torch.export leaves the attention's in-projection behind a Split of the packed weight:
+    the quantizer only sees initializers, so the engine folds constants first. Every MatMul
+    left in float multiplies two activations (the attention scores and their use)."""
+    _needs_onnx()
+    import onnx
+    import torch
+
+    from spacy_entangle.modeling.coattention import CoAttentionModule
+    from spacy_entangle.modeling.engines.onnx import _quantize, _write_graph
+
+    torch.manual_seed(0)
+    module = CoAttentionModule(32, 4, 64, 0.0).eval()
+    like = [torch.randn(2, 7, 32), torch.zeros(2, 7, dtype=torch.bool), torch.randn(2, 9, 32)]
+    like += [torch.zeros(2, 9, dtype=torch.bool), torch.zeros(2, 4, dtype=torch.long)]
+    dims = [("batch", "length", None), ("batch", "length"), ("batch", "other_length", None), ("batch", "other_length")]
+    dims += [("batch", "rows")]
+    names = [f"input_{i}" for i in range(5)]
+    graph = onnx.load(str(_quantize(_write_graph("dynamo", module, names, like, dims, tmp_path / "graph.onnx"))))
+    weights = {init.name for init in graph.graph.initializer}
+    ops = [node.op_type for node in graph.graph.node]
+    # q, k/v, out of each attention (2 x 3) + the two feed-forwards (2 x 2)
+    assert ops.count("MatMulInteger") == 10
+    float_products = [node for node in graph.graph.node if node.op_type in ("MatMul", "Gemm")]
+    assert float_products and not any(set(node.input) & weights for node in float_products)
+
+
+def test_onnx_int8_runs_the_pytorch_parts_left_in_torch_int8(saved, monkeypatch):
+    """The grown encoder's front end stays in PyTorch: its Linear layers run in torch's dynamic
+    int8 (but those fused into a TransformerEncoderLayer), unless a what-if keeps them in float."""
+    import torch
+
+    import spacy_entangle.modeling.inference as inference
+
+    quantized = torch.ao.nn.quantized.dynamic.Linear
+    engine = _engine(saved, "onnx-int8")
+    char = engine.char_encoder
+    assert all(type(char.join[i]) is quantized for i in (0, 2))
+    assert all(type(char.to_word[i]) is quantized for i in (0, 2))
+    assert type(char.char_layers[0].linear1) is torch.nn.Linear, "fused layers keep float weights"
+    monkeypatch.setattr(inference, "ONNX_INT8_FLOAT_PREFIXES", ("char_encoder.join.",))
+    char = _engine(saved, "onnx-int8").char_encoder
+    assert type(char.join[0]) is torch.nn.Linear and type(char.to_word[0]) is quantized
+
+
+def _engine(path, mode):
+    nlp = _load(path, mode)
+    _states(nlp, [TEXTS[0][0]])
+    return nlp.get_pipe("entangle").model.shims[0]._fast_model
+
+
 def test_onnx_follows_training_and_keeps_attention_maps_exact(saved):
     """Training changes the weights: the next prediction exports them again. With the
     co-attention maps kept (store_attention) the exact model predicts: graphs return states."""

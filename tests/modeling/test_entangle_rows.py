@@ -47,7 +47,7 @@ def test_states_at_rows_equal_the_full_states_there(encoders, m, need):
 
 
 def test_a_norm_first_layer_at_rows_equals_the_layer(encoders):
-    from spacy_entangle.modeling.entangle import _self_attention_at
+    from spacy_entangle.modeling.coattention import self_attention_at
 
     torch.manual_seed(3)
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, 0.0, activation="gelu", batch_first=True, norm_first=True)
@@ -56,5 +56,5 @@ def test_a_norm_first_layer_at_rows_equals_the_layer(encoders):
     rows = torch.tensor([[0, 10, 5], [6, 2, 0]])
     with torch.no_grad():
         full = layer.eval()(x, src_key_padding_mask=pad)
-        got = _self_attention_at(layer, x, pad, rows)
+        got = self_attention_at(layer, x, pad, rows)
     torch.testing.assert_close(got, full.gather(1, rows[..., None].expand(-1, -1, 32)), atol=2e-5, rtol=1e-4)

@@ -17,7 +17,9 @@ export on the first prediction.
 
 ``onnx-int8``: ONNX Runtime's dynamic int8 quantization (per-channel int8 weights,
 activations quantized on the fly) of every graph but those under ``keep_float``; the
-PyTorch parts left stay in float. Unlike ``int8`` it quantizes the
+PyTorch parts left run their Linear layers in torch's dynamic int8 (those not under
+``keep_float``). A prediction that keeps only the listeners' rows passes them to the last
+co-attention modules' graphs, as to the PyTorch modules. Unlike ``int8`` it quantizes the
 subword encoder and the copied layers too (that is where its speed comes from): the
 fast mode, whose F1 cost a trained pipeline measures (benchmarks/int8_accuracy.py).
 """
@@ -46,7 +48,7 @@ if TYPE_CHECKING:
 ONNX_INSTALL = "pip install 'spacy-entangle[onnx]'"
 REQUIRED = ("onnxruntime", "onnx", "onnxscript")  # the runtime, and what the exporter needs
 # example sizes of the export: > 1 (torch.export specialises sizes 0 and 1) and unequal
-EXAMPLE_SIZES = {"batch": 2, "length": 7, "other_length": 9}
+EXAMPLE_SIZES = {"batch": 2, "length": 7, "other_length": 9, "rows": 4}
 Dims = Tuple[Optional[str], ...]  # per axis of an input: its dynamic name, or None (static)
 EXPORTERS = ("torchscript", "dynamo")  # tried in this order (_write_graph)
 
@@ -100,14 +102,22 @@ def onnx_model(
     if not int8:  # in fp32, torch's fused attention fast path runs them faster than ONNX Runtime
         return engine
     cross: Dims = ("batch", "length")
-    dims: List[Dims] = [("batch", "length", None), cross, ("batch", "other_length", None), ("batch", "other_length")]
+    dims: List[Dims] = [
+        ("batch", "length", None),
+        cross,
+        ("batch", "other_length", None),
+        ("batch", "other_length"),
+        ("batch", "rows"),  # the rows a prediction keeps (the last module): a graph of its own
+    ]
     for side in ("sub_layers", "char_layers"):
         layers = getattr(engine, side)
         for i, layer in enumerate(layers):
             layers[i] = part(OnnxModule, layer, f"{side}.{i}", dims)
-    # the PyTorch parts left (a grown encoder's front end) stay in float: torch's int8 of them
-    # gained nothing measurable on en_entangle_wnut's shape
-    return engine
+    # the PyTorch parts left (a grown encoder's front end): torch's dynamic int8 of their Linear
+    # layers (en_entangle_wnut: 1.06x the words/s with them in float, on an AMX Xeon)
+    from ..inference import quantize_linears
+
+    return quantize_linears(engine, keep)
 
 
 class _Graph:
@@ -203,8 +213,9 @@ class OnnxEncoder(_Part):
 
 
 class OnnxModule(_Part):
-    """Stands in for a module called with positional tensors (a co-attention module);
-    ``dims``: each input's axes, named where dynamic. The tracing exporter bakes
+    """Stands in for a module called with positional tensors (a co-attention module, with
+    or without the rows a prediction keeps: one graph per number of inputs); ``dims``:
+    each possible input's axes, named where dynamic. The tracing exporter bakes
     nn.MultiheadAttention's shapes into its graph: export by torch.export only."""
 
     exporters = ("dynamo",)
@@ -214,8 +225,11 @@ class OnnxModule(_Part):
         self.dims = list(dims)
 
     def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+        if len(tensors) > len(self.dims):
+            raise ValueError(f"{self.part_name}: called with {len(tensors)} tensors, at most {len(self.dims)}")
         names = [f"input_{i}" for i in range(len(tensors))]
-        graph = self._graph("forward", self._torch[0], names, tensors, self.dims)
+        dims = self.dims[: len(tensors)]
+        graph = self._graph(f"inputs{len(tensors)}", self._torch[0], names, tensors, dims)
         if graph is None:
             return self._torch[0](*tensors)
         return graph(names, tensors)
@@ -351,7 +365,7 @@ def _check(
         fixed = [axis for axis, d in enumerate(dims[i]) if d and isinstance(arg.shape[axis], int)]
         if fixed:
             raise ValueError(f"the graph fixed the dynamic axes {fixed} of {arg.name} to {arg.shape}")
-    sizes = {"batch": 3, "length": 5, "other_length": 11}
+    sizes = {"batch": 3, "length": 5, "other_length": 11, "rows": 2}
     probe = tuple(_example(t, d, sizes) for t, d in zip(like, dims))
     with torch.inference_mode():
         expected = module(*probe)
@@ -364,11 +378,19 @@ def _check(
 
 def _quantize(path: Path, float_node: Optional[Callable[[str], bool]] = None) -> Path:
     """Dynamic int8 (per-channel int8 weights, activations quantized on the fly); the MatMul
-    and Gemm nodes ``float_node`` picks stay in float."""
+    and Gemm nodes ``float_node`` picks stay in float. ONNX Runtime's pre-processing runs
+    first: its constant folding turns the weights torch.export leaves behind a Split (the
+    attention's packed in-projection, cut into query and key/value) into initializers, which
+    only then are quantized (a co-attention module: 6 of 10 weight products in int8 without
+    it, all 10 with it)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic  # type: ignore[import-untyped]
+    from onnxruntime.quantization.shape_inference import quant_pre_process  # type: ignore[import-untyped]
 
     out = path.with_name("graph.int8.onnx")
+    folded = path.with_name("graph.folded.onnx")
+    quant_pre_process(str(path), str(folded), skip_symbolic_shape=True)
+    path = folded
     # shape inference does not type every tensor of the exporter's graphs: float is the default
     options = {"DefaultTensorType": onnx.TensorProto.FLOAT}
     exclude = []
