@@ -187,6 +187,9 @@ class GrownCharModel(PreTrainedModel):
     # gradient_checkpointing_enable() (the entangle component's gradient_checkpointing) sets
     # ``gradient_checkpointing`` here (the char layers) and in the word encoder (the copied layers)
     supports_gradient_checkpointing = True
+    # TransformerEncoderLayers this model runs piece by piece (_layer_within_words), never
+    # through torch's fused fast path: int8 may quantize their feed-forward layers
+    unfused_layers = ("char_layers",)
 
     def __init__(self, config: GrownCharConfig) -> None:
         super().__init__(config)

@@ -143,15 +143,22 @@ def quantize_int8(model: nn.Module) -> nn.Module:
 
 
 def quantize_linears(model: nn.Module, keep: Tuple[str, ...] = ()) -> nn.Module:
-    """``model`` with its ``nn.Linear`` layers, but those whose names start with ``keep``,
-    dynamically quantized to int8 in place. The TRM blocks' feed-forward layers stay in
-    float: torch runs ``nn.TransformerEncoderLayer`` through a fused fast path at prediction
-    time, which needs float weights."""
+    """``model`` (a prediction copy) with its ``nn.Linear`` layers, but those whose names
+    start with ``keep``, dynamically quantized to int8 in place. The TRM blocks' feed-forward
+    layers stay in float: torch runs ``nn.TransformerEncoderLayer`` through a fused fast path
+    at prediction time, which needs float weights (but in the layers a model declares it runs
+    piece by piece, ``unfused_layers``)."""
     fused = (nn.TransformerEncoderLayer,)
+    # layer lists a model runs piece by piece (``unfused_layers``, e.g. the grown encoder's)
+    unfused = tuple(
+        f"{name}.{child}." if name else f"{child}."
+        for name, module in model.named_modules()
+        for child in getattr(module, "unfused_layers", ())
+    )
     skip = {
         f"{name}.{child}"
         for name, module in model.named_modules()
-        if isinstance(module, fused)
+        if isinstance(module, fused) and not f"{name}.".startswith(unfused)
         for child in ("linear1", "linear2")
     }
     targets = {

@@ -152,17 +152,21 @@ def test_onnx_int8_quantizes_every_weight_product_of_a_co_attention_module(tmp_p
 
 def test_onnx_int8_runs_the_pytorch_parts_left_in_torch_int8(saved, monkeypatch):
     """The grown encoder's front end stays in PyTorch: its Linear layers run in torch's dynamic
-    int8 (but those fused into a TransformerEncoderLayer), unless a what-if keeps them in float."""
+    int8, its character layers' feed-forward too (it runs them piece by piece, never fused),
+    unless a what-if keeps them in float. A TransformerEncoderLayer that runs fused (a
+    co-attention module's, in the int8 mode) keeps float weights."""
     import torch
 
     import spacy_entangle.modeling.inference as inference
 
     quantized = torch.ao.nn.quantized.dynamic.Linear
-    engine = _engine(saved, "onnx-int8")
-    char = engine.char_encoder
-    assert all(type(char.join[i]) is quantized for i in (0, 2))
-    assert all(type(char.to_word[i]) is quantized for i in (0, 2))
-    assert type(char.char_layers[0].linear1) is torch.nn.Linear, "fused layers keep float weights"
+    char = _engine(saved, "onnx-int8").char_encoder
+    assert all(type(char.join[i]) is quantized and type(char.to_word[i]) is quantized for i in (0, 2))
+    assert type(char.char_layers[0].linear1) is quantized and type(char.char_layers[0].linear2) is quantized
+    int8 = _engine(saved, "int8")
+    assert type(int8.char_encoder.char_layers[0].linear1) is quantized
+    assert type(int8.sub_layers[0].self_attention.linear1) is torch.nn.Linear, "the fused fast path's"
+    assert type(int8.sub_layers[0].cross.ffn[0]) is quantized
     monkeypatch.setattr(inference, "ONNX_INT8_FLOAT_PREFIXES", ("char_encoder.join.",))
     char = _engine(saved, "onnx-int8").char_encoder
     assert type(char.join[0]) is torch.nn.Linear and type(char.to_word[0]) is quantized
