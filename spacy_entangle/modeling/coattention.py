@@ -10,7 +10,7 @@ scaled_dot_product_attention); padding masks are honoured in every attention.
 from typing import Optional
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 from torch.nn import functional as F
 from torch.utils.checkpoint import checkpoint
 
@@ -78,14 +78,7 @@ class CoAttentionModule(nn.Module):
             return checkpoint(self._forward, x, x_pad, other, other_pad, rows, use_reentrant=False)
         return self._forward(x, x_pad, other, other_pad, rows)
 
-    def _forward(
-        self,
-        x: torch.Tensor,
-        x_pad: torch.Tensor,
-        other: torch.Tensor,
-        other_pad: torch.Tensor,
-        rows: Optional[torch.Tensor] = None,
-    ) -> torch.Tensor:
+    def _forward(self, x: Tensor, x_pad: Tensor, other: Tensor, other_pad: Tensor, rows: Optional[Tensor]) -> Tensor:
         c = self.cross(x, other, other_pad)
         if rows is None:
             return self.self_attention(c, src_key_padding_mask=x_pad)

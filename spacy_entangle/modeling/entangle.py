@@ -129,14 +129,15 @@ class EntangleEncoder(nn.Module):
         with record_function("entangle.coattention"):
             for i, (sub_layer, char_layer) in enumerate(zip(self.sub_layers, self.char_layers)):
                 last = i == m - 1
+                # the last module's output at the kept rows only (a stand-in takes them too)
                 new_s = (
-                    _run_module(sub_layer, hs, sub_pad, hc, char_pad, sub_rows if last else None)
-                    if (need_subword or not last)
+                    sub_layer(hs, sub_pad, hc, char_pad, sub_rows if last else None)
+                    if need_subword or not last
                     else None
                 )
                 new_c = (
-                    _run_module(char_layer, hc, char_pad, hs, sub_pad, char_rows if last else None)
-                    if (need_char or not last)
+                    char_layer(hc, char_pad, hs, sub_pad, char_rows if last else None)
+                    if need_char or not last
                     else None
                 )
                 hs, hc = new_s, new_c
@@ -154,17 +155,3 @@ def _at_rows(states: Optional[torch.Tensor], rows: Optional[torch.Tensor]) -> Op
     if states is None or rows is None:
         return states
     return gather_rows(states, rows)
-
-
-def _run_module(
-    module: nn.Module,
-    x: Optional[torch.Tensor],
-    x_pad: torch.Tensor,
-    other: Optional[torch.Tensor],
-    other_pad: torch.Tensor,
-    rows: Optional[torch.Tensor],
-) -> torch.Tensor:
-    """One co-attention module (or its stand-in); with ``rows``, its output at those rows only."""
-    if rows is None:
-        return module(x, x_pad, other, other_pad)
-    return module(x, x_pad, other, other_pad, rows)

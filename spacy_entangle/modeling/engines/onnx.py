@@ -42,6 +42,8 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
+from ..quantization import quantize_linears
+
 if TYPE_CHECKING:
     from ..entangle import EntangleEncoder
 
@@ -115,8 +117,6 @@ def onnx_model(
             layers[i] = part(OnnxModule, layer, f"{side}.{i}", dims)
     # the PyTorch parts left (a grown encoder's front end): torch's dynamic int8 of their Linear
     # layers (en_entangle_wnut: 1.06x the words/s with them in float, on an AMX Xeon)
-    from ..inference import quantize_linears
-
     return quantize_linears(engine, keep)
 
 
@@ -224,9 +224,13 @@ class OnnxModule(_Part):
         super().__init__(module, name, int8, float_nodes)
         self.dims = list(dims)
 
-    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
-        if len(tensors) > len(self.dims):
-            raise ValueError(f"{self.part_name}: called with {len(tensors)} tensors, at most {len(self.dims)}")
+    def forward(self, *inputs: Optional[torch.Tensor]) -> torch.Tensor:
+        given = list(inputs)
+        while given and given[-1] is None:  # an optional input not given (no rows)
+            given.pop()
+        tensors = cast(List[torch.Tensor], given)
+        if any(t is None for t in given) or len(tensors) > len(self.dims):
+            raise ValueError(f"{self.part_name}: called with {len(inputs)} inputs, at most {len(self.dims)} tensors")
         names = [f"input_{i}" for i in range(len(tensors))]
         dims = self.dims[: len(tensors)]
         graph = self._graph(f"inputs{len(tensors)}", self._torch[0], names, tensors, dims)
