@@ -75,16 +75,26 @@ def test_each_doc_owns_its_rows(canine_dir, bert_dir):
 
 
 @pytest.mark.issue(12)
-def test_chunks_group_windows_of_similar_length():
-    from spacy_entangle.layers.entangle_model import CHUNK_SPREAD, _chunks
+@pytest.mark.issue(30)
+def test_chunks_group_windows_of_similar_length_on_both_sides():
+    from spacy_entangle.layers.entangle_model import CHUNK_SLACK, CHUNK_SPREAD, _chunks
     from spacy_entangle.tokenization import WindowInput
 
     rng = numpy.random.default_rng(0)
-    lengths = rng.integers(10, 300, 200)
-    windows = [WindowInput(0, numpy.zeros(3, dtype="int64"), numpy.zeros(n, dtype="int64")) for n in lengths]
+    chars = rng.integers(10, 300, 200)
+    # a long doc's windows: (almost) the same characters, pieces from a quarter to a half of them
+    chars[:100] = rng.integers(500, 512, 100)
+    pieces = (chars * rng.uniform(0.25, 0.5, 200)).astype(int) + 2
+    windows = [
+        WindowInput(0, numpy.zeros(p, dtype="int64"), numpy.zeros(c, dtype="int64")) for p, c in zip(pieces, chars)
+    ]
     chunks = _chunks(windows, 4096, lambda n: n)
     assert sorted(i for c in chunks for i in c) == list(range(len(windows)))
     for chunk in chunks:
-        sizes = [lengths[i] for i in chunk]
-        assert max(sizes) * len(chunk) <= 4096 or len(chunk) == 1
-        assert max(sizes) <= CHUNK_SPREAD * min(sizes) + 16
+        for sizes, slack in zip((pieces[chunk], chars[chunk]), CHUNK_SLACK):
+            assert max(sizes) <= CHUNK_SPREAD * min(sizes) + slack
+        assert max(chars[chunk]) * len(chunk) <= 4096 or len(chunk) == 1
+    # the long doc's windows are grouped by pieces too: its subword side is padded little
+    long_chunks = [c for c in chunks if min(chars[c]) >= 500]
+    padded = sum(len(c) * max(pieces[c]) for c in long_chunks)
+    assert padded <= 1.1 * sum(pieces[:100])
