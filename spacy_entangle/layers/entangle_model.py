@@ -31,8 +31,7 @@ from .replace import replace_listener, replace_listener_cfg
 from .settings import EntangleSettings
 from .shim import NOT_INITIALIZED, EntangleShim
 
-CHUNK_SPREAD = 1.25  # longest / shortest padded window in one chunk, on each side
-CHUNK_SLACK = (4, 16)  # (pieces, characters) a chunk's longest window may exceed that by
+CHUNK_SPREAD = 1.25  # longest / shortest padded window (in characters) in one chunk
 # which rows of each window a prediction keeps: what the listeners read ("first": each
 # token's first row, "tokens": all its rows) or every row ("all": the states as computed)
 KEEP_ROWS = ("all", "tokens", "first")
@@ -73,31 +72,37 @@ def init(model: Model, X: Any = None, Y: Any = None) -> None:
 
 def _chunks(windows: Sequence[WindowInput], budget: int, pad_len: Callable[[int], int]) -> List[List[int]]:
     """Window indices grouped by length: each group's padded character area within
-    ``budget`` and, on each side, its longest window at most ``CHUNK_SPREAD`` x (+ the
-    side's ``CHUNK_SLACK``) its shortest, so short docs are not padded to a long
-    neighbour's length (tweets in one batch of 64 ran at 2.9x their own area, 6x their
-    attention). Both sides, because a long doc's windows are all about as long in
-    characters but not in pieces: grouped by characters alone, its subword side ran 18%
-    padding (3% now). The outputs do not depend on the grouping (padding invariance)."""
-    sizes = [(len(w.sub_ids), pad_len(len(w.char_ids))) for w in windows]
-    order = sorted(range(len(windows)), key=sizes.__getitem__)
+    ``budget`` and its longest window at most ``CHUNK_SPREAD`` x (+ 16) its shortest, so
+    short docs are not padded to a long neighbour's length (tweets in one batch of 64 ran
+    at 2.9x their own area, 6x their attention). A group of similar character lengths is
+    cut into chunks in the order of its windows' pieces: a long doc's windows are all about
+    as long in characters but not in pieces, and cut in character order its subword side
+    ran 18% padding (3% so). The outputs do not depend on the grouping (padding invariance)."""
+    chars = [pad_len(len(w.char_ids)) for w in windows]
+    pieces = [len(w.sub_ids) for w in windows]
     chunks: List[List[int]] = []
-    current: List[int] = []
-    low = high = (0, 0)
-    for i in order:
-        pieces, chars = sizes[i]
-        if current:
-            low, high = (min(low[0], pieces), min(low[1], chars)), (max(high[0], pieces), max(high[1], chars))
-            spread = any(h > CHUNK_SPREAD * lo + slack for lo, h, slack in zip(low, high, CHUNK_SLACK))
-            if high[1] * (len(current) + 1) > budget or spread:
+    for group in _similar_lengths(sorted(range(len(windows)), key=chars.__getitem__), chars):
+        current: List[int] = []
+        longest = 0
+        for i in sorted(group, key=pieces.__getitem__):
+            if current and max(longest, chars[i]) * (len(current) + 1) > budget:
                 chunks.append(current)
-                current = []
-        if not current:
-            low = high = sizes[i]
-        current.append(i)
-    if current:
+                current, longest = [], 0
+            current.append(i)
+            longest = max(longest, chars[i])
         chunks.append(current)
     return chunks
+
+
+def _similar_lengths(order: List[int], lengths: List[int]) -> List[List[int]]:
+    """``order`` (indices by ascending length) cut where a length exceeds ``CHUNK_SPREAD``
+    x (+ 16) the first of its group."""
+    groups: List[List[int]] = []
+    for i in order:
+        if not groups or lengths[i] > CHUNK_SPREAD * lengths[groups[-1][0]] + 16:
+            groups.append([])
+        groups[-1].append(i)
+    return groups
 
 
 def _pad(seqs: List[numpy.ndarray], length: int, pad_id: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
