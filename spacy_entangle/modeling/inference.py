@@ -2,7 +2,7 @@
 (pure PyTorch).
 
 - ``int8``: dynamic int8 quantization of the Linear layers of the character encoder,
-  the projections and the co-attention layers (weights int8, activations quantized on
+  the projections and the co-attention layers (weights int8 per channel, activations quantized on
   the fly; CPU only: on another device the model predicts in fp32, with a warning).
   The pretrained subword encoder stays in float: quantizing MiniLM
   too cost 2.9 F1 on WNUT-17 dev (1.6 per channel), the rest costs nothing measurable.

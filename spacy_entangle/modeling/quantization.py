@@ -4,13 +4,14 @@ mode does to its copy and the ``onnx-int8`` engine to the PyTorch parts it leave
 import warnings
 from typing import Tuple
 
-import torch
 from torch import nn
 
 
 def quantize_linears(model: nn.Module, keep: Tuple[str, ...] = ()) -> nn.Module:
     """``model`` (a prediction copy) with its ``nn.Linear`` layers, but those whose names
-    start with ``keep``, dynamically quantized to int8 in place. The TRM blocks' feed-forward
+    start with ``keep``, dynamically quantized to int8 in place (per-channel weights: over
+    three WNUT-17 pipelines per-tensor ones cost ``onnx-int8`` +0.62 and +0.57 dev F1 at noise
+    0.5 on two of them, per-channel ones at most +0.38, at the same speed). The TRM blocks' feed-forward
     layers stay in float: torch runs ``nn.TransformerEncoderLayer`` through a fused fast path
     at prediction time, which needs float weights (but in the layers a model declares it runs
     piece by piece, ``unfused_layers``)."""
@@ -39,6 +40,6 @@ def quantize_linears(model: nn.Module, keep: Tuple[str, ...] = ()) -> nn.Module:
         # the one dynamic quantization shipped with torch itself
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", UserWarning)
-        from torch.ao.quantization import quantize_dynamic
+        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-        return quantize_dynamic(model, targets, dtype=torch.qint8, inplace=True)
+        return quantize_dynamic(model, dict.fromkeys(targets, per_channel_dynamic_qconfig), inplace=True)

@@ -153,8 +153,9 @@ def test_onnx_int8_quantizes_every_weight_product_of_a_co_attention_module(tmp_p
 def test_onnx_int8_runs_the_pytorch_parts_left_in_torch_int8(saved, monkeypatch):
     """The grown encoder's front end stays in PyTorch: its Linear layers run in torch's dynamic
     int8, its character layers' feed-forward too (it runs them piece by piece, never fused),
-    unless a what-if keeps them in float. A TransformerEncoderLayer that runs fused (a
-    co-attention module's, in the int8 mode) keeps float weights."""
+    unless a what-if keeps them in float, with per-channel weights as ONNX Runtime's. A
+    TransformerEncoderLayer that runs fused (a co-attention module's, in the int8 mode) keeps
+    float weights."""
     import torch
 
     import spacy_entangle.modeling.inference as inference
@@ -163,7 +164,9 @@ def test_onnx_int8_runs_the_pytorch_parts_left_in_torch_int8(saved, monkeypatch)
     char = _engine(saved, "onnx-int8").char_encoder
     assert all(type(char.join[i]) is quantized and type(char.to_word[i]) is quantized for i in (0, 2))
     assert type(char.char_layers[0].linear1) is quantized and type(char.char_layers[0].linear2) is quantized
+    assert char.join[0].weight().qscheme() == torch.per_channel_affine
     int8 = _engine(saved, "int8")
+    assert int8.char_encoder.join[0].weight().qscheme() == torch.per_channel_affine
     assert type(int8.char_encoder.char_layers[0].linear1) is quantized
     assert type(int8.sub_layers[0].self_attention.linear1) is torch.nn.Linear, "the fused fast path's"
     assert type(int8.sub_layers[0].cross.ffn[0]) is quantized

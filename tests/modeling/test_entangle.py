@@ -167,7 +167,7 @@ def test_int8_copy_shares_the_float_tensors(encoders):
     original's, and its outputs equal those of a quantized full deep copy."""
     import copy
 
-    from torch.ao.quantization import quantize_dynamic
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
     from spacy_entangle.modeling.inference import quantize_int8
 
@@ -182,7 +182,7 @@ def test_int8_copy_shares_the_float_tensors(encoders):
     assert model.training is False and quantized.training is False
     targets = {n for n, m in model.named_modules() if type(quantized.get_submodule(n)) is not type(m)}
     assert targets
-    reference = quantize_dynamic(copy.deepcopy(model), targets, dtype=torch.qint8)
+    reference = quantize_dynamic(copy.deepcopy(model), dict.fromkeys(targets, per_channel_dynamic_qconfig))
     with torch.inference_mode():
         for got, want in zip(quantized(*_inputs()), reference(*_inputs())):
             torch.testing.assert_close(got, want, rtol=0, atol=0)
