@@ -77,7 +77,8 @@ def _chunks(windows: Sequence[WindowInput], budget: int, pad_len: Callable[[int]
     at 2.9x their own area, 6x their attention). A group of similar character lengths is
     cut into chunks in the order of its windows' pieces: a long doc's windows are all about
     as long in characters but not in pieces, and cut in character order its subword side
-    ran 18% padding (3% so). The outputs do not depend on the grouping (padding invariance)."""
+    ran 18% padding (3% so). The float modes' outputs do not depend on the grouping (padding
+    invariance); the int8 modes' a little (they quantize activations per batch)."""
     chars = [pad_len(len(w.char_ids)) for w in windows]
     pieces = [len(w.sub_ids) for w in windows]
     chunks: List[List[int]] = []

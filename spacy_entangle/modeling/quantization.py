@@ -9,12 +9,12 @@ from torch import nn
 
 def quantize_linears(model: nn.Module, keep: Tuple[str, ...] = ()) -> nn.Module:
     """``model`` (a prediction copy) with its ``nn.Linear`` layers, but those whose names
-    start with ``keep``, dynamically quantized to int8 in place (per-channel weights: over
-    three WNUT-17 pipelines per-tensor ones cost ``onnx-int8`` +0.62 and +0.57 dev F1 at noise
-    0.5 on two of them, per-channel ones at most +0.38, at the same speed). The TRM blocks' feed-forward
-    layers stay in float: torch runs ``nn.TransformerEncoderLayer`` through a fused fast path
-    at prediction time, which needs float weights (but in the layers a model declares it runs
-    piece by piece, ``unfused_layers``)."""
+    start with ``keep``, dynamically quantized to int8 in place, with per-channel weights
+    (over three WNUT-17 pipelines per-tensor ones cost ``onnx-int8`` +0.62 and +0.57 dev F1
+    at noise 0.5 on two of them, per-channel ones at most +0.38, at the same speed). The TRM
+    blocks' feed-forward layers stay in float: torch runs ``nn.TransformerEncoderLayer``
+    through a fused fast path at prediction time, which needs float weights (but in the
+    layers a model declares it runs piece by piece, ``unfused_layers``)."""
     fused = (nn.TransformerEncoderLayer,)
     # layer lists a model runs piece by piece (``unfused_layers``, e.g. the grown encoder's)
     unfused = tuple(
