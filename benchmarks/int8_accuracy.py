@@ -6,12 +6,14 @@ and onnx-int8: a what-if, to see which layers int8 may quantize. `--keep-float-n
 is finer, for onnx-int8: the graphs' MatMul / Gemm nodes whose part-qualified names match
 (`re.search` on PART/NODE, e.g. `char_encoder.words/encoder/encoder/layer.0/output/dense/MatMul`,
 the feed-forward's output product of the copied layer 0) stay in float, instead of the
-default's (inference.ONNX_INT8_FLOAT_NODES); `--keep-float-nodes ''` quantizes every node.
-The nodes left in float are printed.
+default's (inference.ONNX_INT8_FLOAT_NODES: none); `--keep-float-nodes ''` quantizes every node.
+The nodes left in float are printed. `--smoothing ALPHA` / `--smoothing off` sets the alpha of
+onnx-int8's activation smoothing of the subword encoder (inference.ONNX_INT8_SMOOTHING, 0.5).
 
     OMP_NUM_THREADS=1 python benchmarks/int8_accuracy.py PIPELINE CORPUS.spacy [CORPUS.spacy ...]
         [--modes int8 onnx-int8] [--keep-float char_encoder.words.]
-        [--keep-float-nodes 'char_encoder\.words/.*layer\.\d+/output/dense'] [--output int8.json]
+        [--keep-float-nodes 'char_encoder\.words/.*layer\.\d+/output/dense'] [--smoothing off]
+        [--output int8.json]
 """
 
 import argparse
@@ -50,6 +52,19 @@ def corpus_scores(nlp: Language, corpora: Sequence[Path]) -> Dict[str, float]:
     return out
 
 
+def smoothing_alpha(text: str) -> Optional[float]:
+    """An argparse type: ``off`` (no smoothing) or an alpha in [0, 1]."""
+    if text == "off":
+        return None
+    try:
+        alpha = float(text)
+    except ValueError:
+        alpha = -1.0
+    if not 0.0 <= alpha <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected 'off' or an alpha in [0, 1], got {text!r}")
+    return alpha
+
+
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("pipeline", type=Path)
@@ -58,8 +73,10 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--keep-float-nodes", action="append", default=[], metavar="REGEX")
     choices = [m for m in inference.INFERENCE_MODES if m != "fp32"]
     parser.add_argument("--modes", nargs="+", choices=choices, default=["int8"], help="the modes scored against fp32")
+    parser.add_argument("--smoothing", type=smoothing_alpha, default=inference.ONNX_INT8_SMOOTHING, metavar="ALPHA|off")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
+    inference.ONNX_INT8_SMOOTHING = args.smoothing
     missing = [str(p) for p in [args.pipeline, *args.corpora] if not p.exists()]
     if missing:
         print(f"✘ not found: {', '.join(missing)}", file=sys.stderr)
@@ -83,6 +100,8 @@ def main(argv: List[str]) -> int:
     )
     print(f"float in onnx-int8: {', '.join(inference.ONNX_INT8_FLOAT_PREFIXES) or 'nothing'}")
     if "onnx-int8" in kept:
+        smoothing = "off" if args.smoothing is None else f"alpha {args.smoothing:g}"
+        print(f"activation smoothing of the subword encoder in onnx-int8: {smoothing}")
         nodes = kept["onnx-int8"]
         print(f"graph nodes in float in onnx-int8 ({len(nodes)}): {', '.join(nodes) or 'none'}")
     for mode, got in by_mode.items():
@@ -94,6 +113,7 @@ def main(argv: List[str]) -> int:
             "pipeline": str(args.pipeline),
             "float_in_int8": list(inference.FLOAT_PREFIXES),
             "float_nodes_in_onnx_int8": kept.get("onnx-int8", []),
+            "onnx_int8_smoothing": args.smoothing,
         }
         args.output.write_text(json.dumps({**record, "fp32": fp32, **by_mode}, indent=2) + "\n", encoding="utf8")
     return 0

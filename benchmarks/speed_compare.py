@@ -24,7 +24,10 @@ CPU engines, the baseline first, one thread (OMP_NUM_THREADS=1 and --threads 1):
 --float-nodes LABEL=REGEX adds NAME@onnx-int8+LABEL: onnx-int8 with the graph nodes REGEX
 matches left in float instead of the default's (what `int8_accuracy.py --keep-float-nodes`
 scores), timed in the same rounds, e.g. `--float-nodes 'ffn=subword_encoder/.*layer\\.\\d+/output/dense'`;
-an empty REGEX (`--float-nodes all-int8=`) quantizes every node.
+an empty REGEX (`--float-nodes all-int8=`) quantizes every node. `--what-if-smoothing ALPHA|off`
+makes those what-ifs with that activation smoothing (default: the default's), e.g. the
+default before smoothing: `--float-nodes 'before=subword_encoder/.*layer\\.[0-2]/output/dense/'
+--what-if-smoothing off`.
 """
 
 import argparse
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import spacy
+from int8_accuracy import smoothing_alpha
 from spacy.language import Language
 from speed_data import Text, make_docs, n_words, read_sentences, texts_of
 from speed_timing import best_seconds, environment, print_table, save, use_device
@@ -77,6 +81,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         metavar="LABEL=REGEX",
         help="also time NAME@onnx-int8+LABEL, its graph nodes matching REGEX in float (repeatable)",
     )
+    p.add_argument(
+        "--what-if-smoothing",
+        type=smoothing_alpha,
+        default=inference.ONNX_INT8_SMOOTHING,
+        metavar="ALPHA|off",
+        help="the --float-nodes what-ifs' activation smoothing in onnx-int8 (default: the default's)",
+    )
     p.add_argument("--output", type=Path, default=None, help="JSON file for every figure")
     args = p.parse_args(argv)
     args.pipelines = pipeline_specs(p, args.pipelines)
@@ -100,14 +111,15 @@ def float_node_specs(p: argparse.ArgumentParser, specs: Sequence[str]) -> List[T
 
 
 @contextmanager
-def onnx_int8_float_nodes(patterns: Sequence[str]) -> Iterator[None]:
-    """ONNX_INT8_FLOAT_NODES replaced while a pipeline makes its onnx-int8 copy (its first prediction)."""
-    before = inference.ONNX_INT8_FLOAT_NODES
-    inference.ONNX_INT8_FLOAT_NODES = tuple(patterns)
+def onnx_int8_what_if(patterns: Sequence[str], smoothing: Optional[float]) -> Iterator[None]:
+    """ONNX_INT8_FLOAT_NODES and ONNX_INT8_SMOOTHING replaced while a pipeline makes its
+    onnx-int8 copy (its first prediction)."""
+    before = inference.ONNX_INT8_FLOAT_NODES, inference.ONNX_INT8_SMOOTHING
+    inference.ONNX_INT8_FLOAT_NODES, inference.ONNX_INT8_SMOOTHING = tuple(patterns), smoothing
     try:
         yield
     finally:
-        inference.ONNX_INT8_FLOAT_NODES = before
+        inference.ONNX_INT8_FLOAT_NODES, inference.ONNX_INT8_SMOOTHING = before
 
 
 def pipeline_specs(p: argparse.ArgumentParser, specs: Sequence[str]) -> List[Tuple[str, Path]]:
@@ -137,11 +149,16 @@ def entangle_names(nlp: Language) -> List[str]:
 
 
 def load_modes(
-    name: str, path: Path, modes: Sequence[str], float_nodes: Sequence[Tuple[str, str]] = ()
+    name: str,
+    path: Path,
+    modes: Sequence[str],
+    float_nodes: Sequence[Tuple[str, str]] = (),
+    smoothing: Optional[float] = inference.ONNX_INT8_SMOOTHING,
 ) -> Dict[str, Language]:
     """The pipeline once per inference mode (NAME, then NAME@MODE) when it has an `entangle`
     component, else once: each mode is set through the load config, as a user would; then
-    once per (LABEL, REGEX) of ``float_nodes`` in onnx-int8 with those nodes in float."""
+    once per (LABEL, REGEX) of ``float_nodes`` in onnx-int8 with those nodes in float and
+    ``smoothing`` (an alpha, None: off)."""
     nlp = spacy.load(path)
     entangles = entangle_names(nlp)
     if not entangles:
@@ -152,7 +169,7 @@ def load_modes(
         out[name if i == 0 else f"{name}@{mode}"] = spacy.load(path, config=overrides)
     for label, pattern in float_nodes:
         what_if = spacy.load(path, config={"components": {e: {"inference": "onnx-int8"} for e in entangles}})
-        with onnx_int8_float_nodes([pattern] if pattern else []):
+        with onnx_int8_what_if([pattern] if pattern else [], smoothing):
             what_if("a first prediction makes the onnx-int8 copy")
         out[f"{name}@onnx-int8+{label}"] = what_if
     return out
@@ -167,7 +184,7 @@ def part_pipelines(specs: Sequence[Tuple[str, Path]], texts: List[Text], args) -
         if not path.exists():
             print(f"ℹ {name}: no {path}, skipped")
             continue
-        loaded = load_modes(name, path, args.modes, args.float_nodes)
+        loaded = load_modes(name, path, args.modes, args.float_nodes, args.what_if_smoothing)
         pipes.update(loaded)
         paths.update({key: str(path) for key in loaded})
     if not pipes:

@@ -87,7 +87,7 @@ def short_docs(paths: Dict[str, Path], args: argparse.Namespace) -> Tuple[List[R
     """Words/s of every mode against the baseline's fp32, and each opt-in's F1 cost."""
     texts = texts_of(read_sentences(args.data, args.limit))
     args.modes = ["fp32", *args.modes]
-    args.float_nodes = []  # the modes as they ship (speed_compare.py --float-nodes: what-ifs)
+    args.float_nodes, args.what_if_smoothing = [], None  # the modes as they ship (speed_compare.py: what-ifs)
     timed = part_pipelines(list(paths.items()), texts, args)
     speed = {name: m["relative_to_reference"] for name, m in timed["models"].items()}
     corpora = ([args.data] if args.data.suffix == ".spacy" else []) + list(args.noisy)

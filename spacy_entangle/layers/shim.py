@@ -17,6 +17,7 @@ from thinc.api import ArgsKwargs, Optimizer, PyTorchShim, get_torch_default_devi
 from thinc.shims.pytorch_grad_scaler import PyTorchGradScaler
 from thinc.types import FloatsXd
 
+from ..backbone_dirs.sample_text import sample_lines
 from ..modeling import EntangleEncoder, encoder_from_config, load_encoder, load_tokenizer
 from ..modeling.inference import (
     COPY_MODES,
@@ -182,7 +183,8 @@ class EntangleShim(PyTorchShim):
         model = self._model
         if mode in COPY_MODES:
             if self._fast_model is None:
-                self._fast_model = prediction_copy(self._model, mode)
+                calibration = self._calibration() if mode == "onnx-int8" else None
+                self._fast_model = prediction_copy(self._model, mode, calibration)
             model = self._fast_model
         device_type = next(self._model.parameters()).device.type
         dtype = autocast_dtype(device_type, training=False, mixed_precision=self._mixed_precision, mode=mode)
@@ -192,6 +194,14 @@ class EntangleShim(PyTorchShim):
             output = model(*inputs.args, **inputs.kwargs)
         self.last_attention = model.attention_maps(clear=True) if self.store_attention else None
         return output
+
+    def _calibration(self) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Subword ids and mask of the fixed sample text (English, tweets, other scripts),
+        on the model's device: what onnx-int8 smooths its activations on, so its copy does
+        not depend on the first batch it predicts."""
+        ids, mask = self.built_specs()[0].padded(sample_lines())
+        device = next(self._model.parameters()).device
+        return torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device)
 
     # -- training ---------------------------------------------------------------
     def begin_update(self, inputs: ArgsKwargs) -> Tuple[Any, Callable[..., None]]:

@@ -25,7 +25,8 @@
   the co-attention (a grown encoder's word segmentation and front end stay in PyTorch, the
   front end's Linear layers in torch's dynamic int8): the fast mode.
   Unlike ``int8`` it quantizes the subword encoder and the copied layers (but those under
-  ONNX_INT8_FLOAT_PREFIXES, and the graph nodes ONNX_INT8_FLOAT_NODES matches).
+  ONNX_INT8_FLOAT_PREFIXES, and the graph nodes ONNX_INT8_FLOAT_NODES matches), the subword
+  encoder's activations smoothed first (ONNX_INT8_SMOOTHING, modeling/smoothing.py).
 - ``fp32``: the exact model (default), also when the model trains in mixed precision.
 """
 
@@ -50,12 +51,13 @@ ENGINE_MODES = ("onnx", "onnx-int8")  # modes whose copy runs outside PyTorch: n
 FLOAT_PREFIXES = ("subword_encoder.",)  # modules int8 leaves in float
 ONNX_INT8_FLOAT_PREFIXES: Tuple[str, ...] = ()  # modules onnx-int8 leaves in float (what-ifs add some)
 # regexes of part-qualified graph nodes onnx-int8 leaves in float (engines.onnx.onnx_model; the
-# what-ifs of benchmarks/int8_accuracy.py and speed_compare.py replace them): the feed-forward
-# output products of the subword encoder's first three layers. Over three en_entangle_wnut
-# pipelines they halved onnx-int8's F1 cost on clean dev (0.78 -> 0.41) and removed it at noise
-# 0.5 (0.50 -> 0.04), for 2-5% of its speed (README, "Where onnx-int8's error comes from").
-# The names are those of the tracing exporter's BERT-family graphs; another graph is all int8
-ONNX_INT8_FLOAT_NODES: Tuple[str, ...] = (r"subword_encoder/.*layer\.[0-2]/output/dense/",)
+# what-ifs of benchmarks/int8_accuracy.py and speed_compare.py set them, e.g. the feed-forward
+# output products of the subword encoder's first three layers, the default until smoothing
+# replaced them at 4-5% more speed: README, "Smoothing instead of float products")
+ONNX_INT8_FLOAT_NODES: Tuple[str, ...] = ()
+# onnx-int8 smooths the subword encoder's activations before quantizing (modeling/smoothing.py)
+# with this alpha, calibrated on the fixed sample text; None: not smoothed (a what-if)
+ONNX_INT8_SMOOTHING: Optional[float] = 0.5
 
 
 def check_inference_mode(mode: str) -> str:
@@ -143,14 +145,26 @@ def quantize_int8(model: nn.Module) -> nn.Module:
     return quantize_linears(copied, float_prefixes(copied))
 
 
-def prediction_copy(model: nn.Module, mode: str) -> nn.Module:
-    """The copy of ``model`` that predicts in a COPY_MODES mode (tensors shared)."""
+def prediction_copy(
+    model: nn.Module, mode: str, calibration: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
+) -> nn.Module:
+    """The copy of ``model`` that predicts in a COPY_MODES mode (tensors shared).
+    ``calibration``: subword ids and mask of a fixed text, which onnx-int8 smooths on
+    (ONNX_INT8_SMOOTHING); without it, or with smoothing off, it does not smooth."""
     if mode == "int8":
         return quantize_int8(model)
     if mode in ENGINE_MODES:
         from .engines.onnx import onnx_model
 
+        int8 = mode == "onnx-int8"
+        smoothing = None
+        if int8 and calibration is not None and ONNX_INT8_SMOOTHING is not None:
+            smoothing = (*calibration, ONNX_INT8_SMOOTHING)
         return onnx_model(
-            model, int8=mode == "onnx-int8", keep_float=ONNX_INT8_FLOAT_PREFIXES, keep_float_nodes=ONNX_INT8_FLOAT_NODES
+            model,
+            int8=int8,
+            keep_float=ONNX_INT8_FLOAT_PREFIXES,
+            keep_float_nodes=ONNX_INT8_FLOAT_NODES,
+            calibration=smoothing,
         )
     raise ValueError(f"inference = {mode!r} predicts with the model itself, not a copy")

@@ -106,6 +106,20 @@ class SubwordSpec:
             out = numpy.asarray([self.pad_id if unk is None else unk], dtype="int64")
         return out
 
+    def padded(self, texts: Sequence[str]) -> Tuple[numpy.ndarray, numpy.ndarray]:
+        """Piece ids (N, L) of whole texts between the specials, cut to ``max_length`` and
+        padded, and their mask (1 = a piece): a batch as the encoder sees windows (what the
+        onnx-int8 engine calibrates on)."""
+        pieces = self.tokenize(texts) if len(texts) else []
+        rows = [self.with_specials(ids[: self.max_length - self.n_special]) for ids, _ in pieces]
+        width = max((len(r) for r in rows), default=0)
+        ids = numpy.full((len(rows), width), self.pad_id, dtype="int64")
+        mask = numpy.zeros((len(rows), width), dtype="int64")
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = row
+            mask[i, : len(row)] = 1
+        return ids, mask
+
 
 def special_ids(tokenizer: Any) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
     """The ids the tokenizer puts before and after one sequence, read by encoding a probe

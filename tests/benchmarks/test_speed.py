@@ -3,7 +3,6 @@ runs and prints its rows, and --output holds the figures; speed_compare.py times
 pipelines side by side (the project's `compare`)."""
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -337,7 +336,8 @@ def test_speed_targets_print_every_target_of_issue_30(tmp_path, capsys):
 def test_compare_times_onnx_int8_with_named_graph_nodes_in_float(tmp_path, capsys):
     """--float-nodes LABEL=REGEX: NAME@onnx-int8+LABEL predicts in onnx-int8 with the nodes
     REGEX matches in float (the what-if int8_accuracy.py --keep-float-nodes scores), timed in
-    the same rounds; the plain onnx-int8 copy keeps none; a bad regex is a clear error."""
+    the same rounds, with --what-if-smoothing's smoothing; the plain onnx-int8 copy keeps none
+    and is smoothed; a bad regex or alpha is a clear error."""
     pytest.importorskip("onnxruntime")
     from spacy_entangle.modeling import inference
     from spacy_entangle.modeling.engines.onnx import kept_float_nodes
@@ -346,21 +346,38 @@ def test_compare_times_onnx_int8_with_named_graph_nodes_in_float(tmp_path, capsy
     nlp = spacy.blank("en")
     DocBin(docs=[nlp.make_doc(f"tweet {i} about Paris and @NASA") for i in range(8)]).to_disk(tmp_path / "dev.spacy")
     ffn = r"subword_encoder/.*layer\.\d+/output/dense"
-    default = inference.ONNX_INT8_FLOAT_NODES
-    loaded = speed_compare.load_modes("ent", saved, ["fp32", "onnx-int8"], [("ffn", ffn), ("all-int8", "")])
+    default = inference.ONNX_INT8_FLOAT_NODES, inference.ONNX_INT8_SMOOTHING
+    loaded = speed_compare.load_modes("ent", saved, ["fp32", "onnx-int8"], [("ffn", ffn), ("all-int8", "")], None)
     assert list(loaded) == ["ent", "ent@onnx-int8", "ent@onnx-int8+ffn", "ent@onnx-int8+all-int8"]
-    assert inference.ONNX_INT8_FLOAT_NODES == default
+    assert (inference.ONNX_INT8_FLOAT_NODES, inference.ONNX_INT8_SMOOTHING) == default
     for pipe in loaded.values():
         list(pipe.pipe(["tweet about Paris and @NASA"]))
     copies = {name: entangle_shim(p.get_pipe("entangle").model)._fast_model for name, p in loaded.items()}
     kept = kept_float_nodes(copies["ent@onnx-int8+ffn"])
     assert kept and all(node.startswith("subword_encoder/") and "/output/dense/" in node for node in kept)
-    # the default: the subword encoder's first feed-forward output products, a part of the what-if's
-    assert set(kept_float_nodes(copies["ent@onnx-int8"])) == {n for n in kept if re.search(r"layer\.[0-2]/", n)}
+    # the default: every node in int8, the subword encoder smoothed; the what-ifs here unsmoothed
+    assert kept_float_nodes(copies["ent@onnx-int8"]) == [] and copies["ent@onnx-int8"].subword_encoder.smoothed
     assert kept_float_nodes(copies["ent@onnx-int8+all-int8"]) == []
+    assert not copies["ent@onnx-int8+ffn"].subword_encoder.smoothed
     args = ["--data", str(tmp_path / "dev.spacy"), "--repeats", "1", "--modes", "fp32", "onnx-int8"]
     results = speed_compare.main([*args, "--float-nodes", f"ffn={ffn}", "--pipelines", f"ent={saved}"])
     assert list(results["pipelines"]["models"]) == ["ent", "ent@onnx-int8", "ent@onnx-int8+ffn"]
     with pytest.raises(SystemExit):
         speed_compare.parse_args([*args[:2], "--float-nodes", "ffn=layer(", "--pipelines", f"ent={saved}"])
+    with pytest.raises(SystemExit):
+        speed_compare.parse_args([*args[:2], "--what-if-smoothing", "1.5", "--pipelines", f"ent={saved}"])
     assert "--float-nodes 'ffn=layer('" in capsys.readouterr().err
+
+
+def test_the_smoothing_option_takes_off_or_an_alpha_in_0_1():
+    """int8_accuracy.py --smoothing / speed_compare.py --what-if-smoothing: 'off' is None (no
+    smoothing), an alpha must lie in [0, 1]; anything else is argparse's clear error."""
+    import argparse
+
+    from int8_accuracy import smoothing_alpha
+
+    assert smoothing_alpha("off") is None
+    assert smoothing_alpha("0.5") == 0.5 and smoothing_alpha("0") == 0.0 and smoothing_alpha("1") == 1.0
+    for bad in ("1.5", "-0.1", "half", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match="alpha"):
+            smoothing_alpha(bad)

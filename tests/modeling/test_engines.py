@@ -82,7 +82,9 @@ def test_onnx_int8_leaves_the_graph_nodes_a_what_if_names_in_float(saved, monkey
 
     texts = [text for text, _, _ in TEXTS]
     exact = _states(_load(saved, "fp32"), texts)
-    default = _states(_load(saved, "onnx-int8"), texts)
+    plain = _load(saved, "onnx-int8")
+    default = _states(plain, texts)
+    assert kept_float_nodes(plain.get_pipe("entangle").model.shims[0]._fast_model) == []  # the default: none
     ffn_out = r"char_encoder\.words/.*layer\.\d+/output/dense"
     monkeypatch.setattr(inference, "ONNX_INT8_FLOAT_NODES", (ffn_out, r"no such node"))
     nlp = _load(saved, "onnx-int8")
@@ -95,6 +97,34 @@ def test_onnx_int8_leaves_the_graph_nodes_a_what_if_names_in_float(saved, monkey
     for (es, ec), (fs, fc) in zip(exact, some_float):
         assert numpy.abs(es - fs).max() < TOLERANCE["onnx-int8"] and numpy.abs(ec - fc).max() < TOLERANCE["onnx-int8"]
     assert any(not numpy.array_equal(dc, fc) for (_, dc), (_, fc) in zip(default, some_float))
+
+
+def test_onnx_int8_exports_the_subword_encoder_smoothed_on_the_sample_text(saved, monkeypatch):
+    """onnx-int8 smooths the subword encoder's activations (ONNX_INT8_SMOOTHING) on the fixed
+    sample text, so its copy does not depend on the first batch; off, it does not smooth; the
+    states stay within the mode's tolerance of fp32 either way."""
+    import spacy_entangle.modeling.inference as inference
+
+    texts = [text for text, _, _ in TEXTS]
+    exact = _states(_load(saved, "fp32"), texts)
+    results = {}
+    for alpha in (0.5, None):
+        monkeypatch.setattr(inference, "ONNX_INT8_SMOOTHING", alpha)
+        first, other = _load(saved, "onnx-int8"), _load(saved, "onnx-int8")
+        states = _states(first, texts)
+        _states(other, list(reversed(texts)))  # another first batch
+        engines = [nlp.get_pipe("entangle").model.shims[0]._fast_model for nlp in (first, other)]
+        assert [e.subword_encoder.smoothed for e in engines] == [alpha is not None] * 2
+        assert not engines[0].char_encoder.words.smoothed  # called with word vectors: not calibrated
+        # the same graphs whichever batch came first: the same states on the same batch
+        for (fs, fc), (os_, oc) in zip(states, _states(other, texts)):
+            numpy.testing.assert_array_equal(fs, os_)
+            numpy.testing.assert_array_equal(fc, oc)
+        for (es, ec), (fs, fc) in zip(exact, states):
+            assert numpy.abs(es - fs).max() < TOLERANCE["onnx-int8"]
+            assert numpy.abs(ec - fc).max() < TOLERANCE["onnx-int8"]
+        results[alpha] = states
+    assert any(not numpy.array_equal(a, b) for (a, _), (b, _) in zip(results[0.5], results[None]))
 
 
 def _kept_rows(nlp, texts):

@@ -105,3 +105,30 @@ def test_a_whitespace_doc_under_a_tokenizer_without_specials_is_predicted(canine
         assert not a.ents and len(a) == len(b)
         numpy.testing.assert_allclose(a._.entangle.subword, b._.entangle.subword, atol=1e-5)
     assert len(alone[0]._.entangle.token_vectors("subword")) == len(alone[0])
+
+
+@pytest.mark.parametrize("name", ["bert_dir", "roberta_dir"])
+def test_padded_gives_the_windows_pieces_between_specials_cut_and_padded(name, request):
+    """SubwordSpec.padded (what onnx-int8 calibrates on): each text's pieces between the
+    specials, as a window has them, cut to max_length, padded with the pad id; empty input
+    is an empty batch."""
+    from transformers import AutoConfig
+
+    from spacy_entangle.tokenization import SubwordSpec
+
+    path = request.getfixturevalue(name)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    spec = SubwordSpec.from_tokenizer(tokenizer, AutoConfig.from_pretrained(path), max_length=12)
+    texts = ["Apple is buying a U.K. startup", "hi", "a much longer text " * 10]
+    ids, mask = spec.padded(texts)
+    assert ids.shape == mask.shape and ids.shape[0] == 3 and ids.shape[1] <= 12
+    for row, text in enumerate(texts):
+        n = int(mask[row].sum())
+        expected = tokenizer(text)["input_ids"]
+        if len(expected) <= 12:
+            assert ids[row, :n].tolist() == expected
+        else:  # cut inside the specials, which stay
+            assert n == 12 and list(ids[row, :1]) == expected[:1] and ids[row, n - 1] == expected[-1]
+        assert (ids[row, n:] == spec.pad_id).all() and mask[row, :n].all()
+    empty_ids, empty_mask = spec.padded([])
+    assert empty_ids.shape == empty_mask.shape == (0, 0)

@@ -16,7 +16,9 @@ onnxruntime version reads, and no graph can go stale after more training. The co
 export on the first prediction.
 
 ``onnx-int8``: ONNX Runtime's dynamic int8 quantization (per-channel int8 weights,
-activations quantized on the fly) of every graph but those under ``keep_float``; the
+activations quantized on the fly) of every graph but those under ``keep_float``, the
+subword encoder's exported smoothed when a calibration text is given (modeling/smoothing.py:
+its feed-forward outputs' few wide channels no longer set every channel's int8 step); the
 PyTorch parts left run their Linear layers in torch's dynamic int8 (those not under
 ``keep_float``). A prediction that keeps only the listeners' rows passes them to the last
 co-attention modules' graphs, as to the PyTorch modules. Unlike ``int8`` it quantizes the
@@ -43,6 +45,7 @@ from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
 from ..quantization import quantize_linears
+from ..smoothing import smooth_encoder, smoothable
 
 if TYPE_CHECKING:
     from ..entangle import EntangleEncoder
@@ -52,6 +55,8 @@ REQUIRED = ("onnxruntime", "onnx", "onnxscript")  # the runtime, and what the ex
 # example sizes of the export: > 1 (torch.export specialises sizes 0 and 1) and unequal
 EXAMPLE_SIZES = {"batch": 2, "length": 7, "other_length": 9, "rows": 4}
 Dims = Tuple[Optional[str], ...]  # per axis of an input: its dynamic name, or None (static)
+# input ids (B, L) and attention mask (B, L) of a fixed calibration text, and the smoothing alpha
+Calibration = Tuple[torch.Tensor, torch.Tensor, float]
 EXPORTERS = ("torchscript", "dynamo")  # tried in this order (_write_graph)
 
 
@@ -71,14 +76,21 @@ def require_onnxruntime(mode: str) -> None:
 
 
 def onnx_model(
-    model: nn.Module, *, int8: bool, keep_float: Sequence[str] = (), keep_float_nodes: Sequence[str] = ()
+    model: nn.Module,
+    *,
+    int8: bool,
+    keep_float: Sequence[str] = (),
+    keep_float_nodes: Sequence[str] = (),
+    calibration: Optional[Calibration] = None,
 ) -> nn.Module:
     """A copy of ``model`` (an ``EntangleEncoder``, eval mode, tensors shared) whose encoders
     (and, with int8, co-attention modules) run in ONNX Runtime. int8: quantize the graphs of
     the parts whose names do not start with ``keep_float``, except their MatMul / Gemm nodes
     whose part-qualified names (``PART/NODE``, e.g.
     ``char_encoder.words/encoder/encoder/layer.0/output/dense/MatMul``) match a regular
-    expression of ``keep_float_nodes`` (``re.search``): a what-if finer than a whole part."""
+    expression of ``keep_float_nodes`` (``re.search``): a what-if finer than a whole part.
+    ``calibration``: subword ids and mask of a fixed text and the smoothing alpha; int8 then
+    exports the subword encoder smoothed (modeling/smoothing.py) when it has BERT-style layers."""
     require_onnxruntime("onnx-int8" if int8 else "onnx")
     if any(p.device.type != "cpu" for p in model.parameters()):
         raise ValueError("the ONNX Runtime engine runs on the CPU only; on a GPU use inference = 'bf16' or 'fp32'")
@@ -94,6 +106,8 @@ def onnx_model(
         return cast(_Part, cls(module, name, *args, quantized(name), float_nodes=keep_float_nodes))
 
     engine.subword_encoder = part(OnnxEncoder, engine.subword_encoder, "subword_encoder")
+    if int8 and calibration is not None and quantized("subword_encoder"):
+        engine.subword_encoder.calibration = calibration
     char = engine.char_encoder
     parts = [(n, c) for n, c in char.named_children() if isinstance(c, PreTrainedModel)]
     for name, child in parts:  # a grown encoder's copied layers: called with inputs_embeds
@@ -149,12 +163,19 @@ class _Part(nn.Module):
         self._graphs: Dict[str, Optional[_Graph]] = {}
 
     def _graph(
-        self, key: str, wrapper: nn.Module, names: Sequence[str], like: Sequence[torch.Tensor], dims: Sequence[Dims]
+        self,
+        key: str,
+        exported: Callable[[], nn.Module],
+        names: Sequence[str],
+        like: Sequence[torch.Tensor],
+        dims: Sequence[Dims],
     ) -> Optional[_Graph]:
+        """The graph of ``key`` (exported from ``exported()`` on the first call), or None."""
         if key not in self._graphs:
             try:
                 float_nodes = self._float_node if self.float_nodes else None
-                self._graphs[key] = _export(wrapper, names, like, dims, self.int8, self.exporters, float_nodes)
+                module = exported()
+                self._graphs[key] = _export(module, names, like, dims, self.int8, self.exporters, float_nodes)
             except Exception as err:  # noqa: BLE001 - export is best effort: the part still runs, in PyTorch
                 warnings.warn(
                     f"ONNX export of {self.part_name} failed ({type(err).__name__}: {err}); it runs in PyTorch",
@@ -180,6 +201,18 @@ class OnnxEncoder(_Part):
     def __init__(self, encoder: nn.Module, name: str, int8: bool, float_nodes: Sequence[str] = ()):
         super().__init__(encoder, name, int8, float_nodes)
         self.config = getattr(encoder, "config", None)
+        self.calibration: Optional[Calibration] = None  # int8: export the encoder smoothed (ids only)
+        self.smoothed = False  # whether its input_ids graph was exported smoothed
+
+    def _exported(self, key: str) -> nn.Module:
+        """What the graph of ``key`` is exported from: the encoder, smoothed first when it is
+        calibrated, called with ids and has BERT-style layers (else as it is)."""
+        encoder = self._torch[0]
+        if self.calibration is not None and key == "input_ids" and smoothable(encoder):
+            ids, mask, alpha = self.calibration
+            encoder = smooth_encoder(encoder, ids, mask, alpha)
+            self.smoothed = True
+        return _Keywords(encoder, key)
 
     def forward(
         self,
@@ -198,9 +231,8 @@ class OnnxEncoder(_Part):
         encoder = self._torch[0]
         graph = None
         if not output_hidden_states and not kwargs:
-            wrapper = _Keywords(encoder, key)
             dims = [("batch", "length") + (None,) * (x.dim() - 2), ("batch", "length")]
-            graph = self._graph(key, wrapper, [key, "attention_mask"], [x, attention_mask], dims)
+            graph = self._graph(key, lambda: self._exported(key), [key, "attention_mask"], [x, attention_mask], dims)
         if graph is None:  # what the graph does not return, or a part that did not export
             return encoder(
                 **{key: x},
@@ -233,7 +265,7 @@ class OnnxModule(_Part):
             raise ValueError(f"{self.part_name}: called with {len(inputs)} inputs, at most {len(self.dims)} tensors")
         names = [f"input_{i}" for i in range(len(tensors))]
         dims = self.dims[: len(tensors)]
-        graph = self._graph(f"inputs{len(tensors)}", self._torch[0], names, tensors, dims)
+        graph = self._graph(f"inputs{len(tensors)}", lambda: self._torch[0], names, tensors, dims)
         if graph is None:
             return self._torch[0](*tensors)
         return graph(names, tensors)
