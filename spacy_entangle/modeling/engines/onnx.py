@@ -202,7 +202,12 @@ class OnnxEncoder(_Part):
         super().__init__(encoder, name, int8, float_nodes)
         self.config = getattr(encoder, "config", None)
         self.calibration: Optional[Calibration] = None  # int8: export the encoder smoothed (ids only)
-        self.smoothed = False  # whether its input_ids graph was exported smoothed
+        self._smoothed_keys: List[str] = []
+
+    @property
+    def smoothed(self) -> bool:
+        """Whether a graph of this part runs, exported from the smoothed encoder."""
+        return any(self._graphs.get(key) is not None for key in self._smoothed_keys)
 
     def _exported(self, key: str) -> nn.Module:
         """What the graph of ``key`` is exported from: the encoder, smoothed first when it is
@@ -211,7 +216,7 @@ class OnnxEncoder(_Part):
         if self.calibration is not None and key == "input_ids" and smoothable(encoder):
             ids, mask, alpha = self.calibration
             encoder = smooth_encoder(encoder, ids, mask, alpha)
-            self.smoothed = True
+            self._smoothed_keys.append(key)
         return _Keywords(encoder, key)
 
     def forward(
