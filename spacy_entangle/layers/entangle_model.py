@@ -26,6 +26,7 @@ from thinc.types import Floats2d, Floats3d
 from ..data import SIDES, EntangleData
 from ..tokenization import WindowInput, WindowSettings, prepare_docs
 from ..tokenization.alignment import DocAlignment, KeptRows
+from ..tokenization.padding import pad_rows
 from ..tokenization.windows import configure_windows
 from .replace import replace_listener, replace_listener_cfg
 from .settings import EntangleSettings
@@ -104,15 +105,6 @@ def _similar_lengths(order: List[int], lengths: List[int]) -> List[List[int]]:
             groups.append([])
         groups[-1].append(i)
     return groups
-
-
-def _pad(seqs: List[numpy.ndarray], length: int, pad_id: int) -> Tuple[numpy.ndarray, numpy.ndarray]:
-    ids = numpy.full((len(seqs), length), pad_id, dtype="int64")
-    mask = numpy.zeros((len(seqs), length), dtype="int64")
-    for row, seq in enumerate(seqs):
-        ids[row, : len(seq)] = seq
-        mask[row, : len(seq)] = 1
-    return ids, mask
 
 
 @dataclass
@@ -269,8 +261,8 @@ def _run_chunk(
     subs = [windows[i].sub_ids for i in chunk]
     chs = [windows[i].char_ids for i in chunk]
     subwords, chars = shim.built_specs()
-    sub_ids, sub_mask = _pad(subs, max(len(s) for s in subs), subwords.pad_id)
-    char_ids, char_mask = _pad(chs, max(chars.padded_length(len(c)) for c in chs), chars.pad_id)
+    sub_ids, sub_mask = pad_rows(subs, max(len(s) for s in subs), subwords.pad_id)
+    char_ids, char_mask = pad_rows(chs, max(chars.padded_length(len(c)) for c in chs), chars.pad_id)
     device = get_torch_default_device()
     inputs = ArgsKwargs(
         args=tuple(torch.from_numpy(a).to(device) for a in (sub_ids, sub_mask, char_ids, char_mask)),

@@ -53,7 +53,7 @@ ONNX_INT8_FLOAT_PREFIXES: Tuple[str, ...] = ()  # modules onnx-int8 leaves in fl
 # regexes of part-qualified graph nodes onnx-int8 leaves in float (engines.onnx.onnx_model; the
 # what-ifs of benchmarks/int8_accuracy.py and speed_compare.py set them, e.g. the feed-forward
 # output products of the subword encoder's first three layers, the default until smoothing
-# replaced them at 4-5% more speed: README, "Smoothing instead of float products")
+# replaced them at 2-5% more speed: README, "Smoothing instead of float products")
 ONNX_INT8_FLOAT_NODES: Tuple[str, ...] = ()
 # onnx-int8 smooths the subword encoder's activations before quantizing (modeling/smoothing.py)
 # with this alpha, calibrated on the fixed sample text; None: not smoothed (a what-if)

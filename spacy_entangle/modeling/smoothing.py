@@ -15,7 +15,7 @@ predicted.
 
 import copy
 import itertools
-from typing import Any, Callable, Dict, List, Optional, Tuple, cast
+from typing import Callable, Dict, List, Tuple, cast
 
 import torch
 from torch import nn
@@ -48,20 +48,15 @@ class SmoothedLinear(nn.Module):
 def smoothable(encoder: nn.Module) -> bool:
     """Whether ``encoder`` has BERT-style layers (``encoder.layer``) with every product this
     module smooths, as plain Linear layers."""
-    layers = _layers(encoder)
-    return bool(layers) and all(type(_get(layer, path)) is nn.Linear for layer in layers for path in SMOOTHED)
-
-
-def _get(module: nn.Module, path: str) -> Optional[nn.Module]:
-    """The submodule at dotted ``path``, or None."""
-    found: Any = module
-    for name in path.split("."):
-        found = getattr(found, name, None)
-    return found if isinstance(found, nn.Module) else None
+    try:
+        layers = _layers(encoder)
+        return bool(layers) and all(type(layer.get_submodule(p)) is nn.Linear for layer in layers for p in SMOOTHED)
+    except AttributeError:  # get_submodule: no such submodule
+        return False
 
 
 def _layers(encoder: nn.Module) -> List[nn.Module]:
-    layers = _get(encoder, "encoder.layer")
+    layers = encoder.get_submodule("encoder.layer")
     return list(layers) if isinstance(layers, nn.ModuleList) else []
 
 
@@ -74,15 +69,14 @@ def input_ranges(encoder: nn.Module, input_ids: torch.Tensor, attention_mask: to
 
     def record(name: str) -> Callable[[nn.Module, Tuple[torch.Tensor, ...], torch.Tensor], None]:
         def hook(module: nn.Module, args: Tuple[torch.Tensor, ...], output: torch.Tensor) -> None:
-            x = args[0]
-            top = x[real].abs().amax(0) if x.shape[:2] == real.shape else x.reshape(-1, x.shape[-1]).abs().amax(0)
+            top = args[0][real].abs().amax(0)  # (B, L, C) at the real positions
             ranges[name] = torch.maximum(ranges[name], top) if name in ranges else top
 
         return hook
 
     for i, layer in enumerate(_layers(encoder)):
         for path in SMOOTHED:
-            hooks.append(cast(nn.Module, _get(layer, path)).register_forward_hook(record(f"{i}.{path}")))
+            hooks.append(layer.get_submodule(path).register_forward_hook(record(f"{i}.{path}")))
     try:
         with torch.no_grad():  # not inference_mode: the ranges are used beside parameters
             encoder(input_ids=input_ids, attention_mask=attention_mask)
@@ -108,9 +102,9 @@ def smooth_encoder(
     for i, layer in enumerate(_layers(smoothed)):
         for path in SMOOTHED:
             parent_path, _, name = path.rpartition(".")
-            parent = cast(nn.Module, _get(layer, parent_path))
+            parent = layer.get_submodule(parent_path)
             linear = cast(nn.Linear, getattr(parent, name))
             weight = linear.weight.detach().abs().amax(0)
             scale = ranges[f"{i}.{path}"].clamp(min=1e-5) ** alpha / weight.clamp(min=1e-5) ** (1 - alpha)
-            setattr(parent, name, SmoothedLinear(linear, scale.clamp(min=1e-5).detach()))
+            setattr(parent, name, SmoothedLinear(linear, scale))
     return smoothed

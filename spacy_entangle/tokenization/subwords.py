@@ -7,6 +7,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy
 
+from .padding import pad_rows
+
 _PROBE = "a"  # one piece in every vocabulary we know; only used to find where the specials go
 _MARK = -987654321  # a sentinel id: never a real vocabulary id (the rule of the first saves)
 # the class names of a generic fast tokenizer (no model-specific class) in transformers 4 / 5
@@ -112,13 +114,7 @@ class SubwordSpec:
         onnx-int8 engine calibrates on)."""
         pieces = self.tokenize(texts) if len(texts) else []
         rows = [self.with_specials(ids[: self.max_length - self.n_special]) for ids, _ in pieces]
-        width = max((len(r) for r in rows), default=0)
-        ids = numpy.full((len(rows), width), self.pad_id, dtype="int64")
-        mask = numpy.zeros((len(rows), width), dtype="int64")
-        for i, row in enumerate(rows):
-            ids[i, : len(row)] = row
-            mask[i, : len(row)] = 1
-        return ids, mask
+        return pad_rows(rows, max((len(r) for r in rows), default=0), self.pad_id)
 
 
 def special_ids(tokenizer: Any) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
