@@ -36,6 +36,8 @@ KEYS = {
     "component",
     "side_key",
     "settings",
+    "aug_level",
+    "aug_rate",
 }
 
 app = typer.Typer(
@@ -57,6 +59,9 @@ class Variant:
     char_encoder: Optional[str] = None
     side: str = "subword"
     augment: bool = False
+    # the augmenter's strength when `augment` is on (None: the command line's --aug-level/--aug-rate)
+    aug_level: Optional[float] = None
+    aug_rate: Optional[float] = None
     char_backbone: Optional[str] = None
     subword_backbone: Optional[str] = None
     component: str = "ner"

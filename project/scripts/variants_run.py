@@ -119,7 +119,9 @@ def train_command(
             cmd += ["--components.entangle.model.n_coattention", str(n_coattention)]
         cmd += [f"--components.{variant.component}.{variant.side_key}", variant.side]
     if variant.augment:
-        augmenter = {"@augmenters": "spacy-entangle.char_noise_augmenter.v1", "level": aug_level, "rate": aug_rate}
+        level = aug_level if variant.aug_level is None else variant.aug_level
+        rate = aug_rate if variant.aug_rate is None else variant.aug_rate
+        augmenter = {"@augmenters": "spacy-entangle.char_noise_augmenter.v1", "level": level, "rate": rate}
         cmd += ["--corpora.train.augmenter", json.dumps(augmenter)]
     elif config_has_augmenter(configs_dir / variant.config):
         # `augment` decides: a variant without it trains without the config's own augmenter
@@ -343,6 +345,27 @@ app.command(
 )(_seeds_command(train=False))
 
 
+def curve_overrides(curve: Optional[Path], extra_dev: Sequence[str], patience: Optional[int]) -> List[str]:
+    """The `spacy train` overrides (KEY=VALUE) of a learning-curve run: the curve logger in
+    place of the console logger, and the patience."""
+    out = [f"training.patience={patience}"] if patience is not None else []
+    if curve is None:
+        if extra_dev:
+            raise SystemExit("variants.py: --extra-dev needs --curve")
+        return out
+    sets = {}
+    for item in extra_dev:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise SystemExit(f"variants.py: --extra-dev takes NAME=PATH, got {item!r}")
+        sets[key] = value
+    return out + [
+        "training.logger.@loggers=spacy-entangle.CurveLogger.v1",
+        f"training.logger.path={curve}",
+        f"training.logger.extra_dev={json.dumps(sets)}",
+    ]
+
+
 @app.command("train-one")
 def train_one(
     ctx: typer.Context,
@@ -366,12 +389,24 @@ def train_one(
     backbones_dir: Path = BACKBONES_DIR,
     subword_dir: Path = SUBWORD_DIR,
     variants_file: Path = VARIANTS_FILE,
+    curve: Optional[Path] = typer.Option(
+        None, "--curve", help="write a learning curve here (JSON lines; spacy-entangle.CurveLogger.v1)"
+    ),
+    extra_dev: List[str] = typer.Option(
+        [], "--extra-dev", metavar="NAME=PATH", help="with --curve: a corpus scored at each evaluation (repeatable)"
+    ),
+    patience: Optional[int] = typer.Option(
+        None, "--patience", help="stop after this many steps without a better dev score (default: the config's)"
+    ),
 ) -> None:
     """Train one variant, one seed, into --output (timed into --time when given), no evaluation:
-    the task projects read their own variants.yml with it and evaluate with their own scripts."""
+    the task projects read their own variants.yml with it and evaluate with their own scripts.
+    With --curve, every evaluation also scores the --extra-dev corpora and appends one point
+    (steps, passes, CPU seconds, scores) to the curve file."""
     variants = named_variants(variants_file, [name])
     if threads:
         os.environ["OMP_NUM_THREADS"] = str(threads)
+    override = list(override) + curve_overrides(curve, extra_dev, patience)
     settings = TrainSettings(
         corpus_dir=corpus_dir,
         configs_dir=configs_dir,

@@ -1,0 +1,180 @@
+"""A learning curve from `spacy train`: the logger ``spacy-entangle.CurveLogger.v1``.
+
+Why a logger: spaCy's loop evaluates one dev corpus and keeps the best checkpoint, which is
+what a curve needs, but it neither scores other dev sets (a noisy copy of dev, a second
+domain) nor records the cost of each point. This logger prints what spaCy's console logger
+prints and, at every evaluation, scores the pipeline as it stands on each extra corpus and
+appends one JSON line: step, passes over the training words, wall and CPU seconds of training
+(its own extra evaluations excluded), the dev scores spaCy computed and the extra corpora's.
+
+The pipeline is scored with the weights it is trained with. spaCy evaluates with the
+optimizer's parameter averages when ``use_averages`` is on, which a logger cannot reach, so
+that setting is refused rather than giving two dev sets two different models.
+"""
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+from spacy.language import Language
+from spacy.tokens import DocBin
+from spacy.training import Corpus
+from spacy.training.loggers import console_logger
+from spacy.util import registry
+
+LogStep = Callable[[Optional[Dict[str, Any]]], None]
+
+
+def _floats(scores: Dict[str, Any]) -> Dict[str, Any]:
+    """The scores worth a curve point: numbers and per-label tables, not speed (which the
+    machine's load decides) or None."""
+    return {k: v for k, v in scores.items() if v is not None and k != "speed" and isinstance(v, (int, float, dict))}
+
+
+def count_words(path: Path) -> int:
+    """Tokens in a .spacy corpus, read without a pipeline (the denominator of ``passes``)."""
+    from spacy.vocab import Vocab
+
+    return sum(len(doc) for doc in DocBin().from_disk(path).get_docs(Vocab()))
+
+
+def _dev_reader_settings(config: Dict[str, Any]) -> Dict[str, Any]:
+    """The dev reader's own settings (gold_preproc, max_length), so that an extra corpus is
+    read the way dev is: Tweebank scores UD's own tokens, a noisy copy must too."""
+    dot = config["training"]["dev_corpus"].split(".")
+    section: Any = config
+    for part in dot:
+        section = section.get(part, {}) if isinstance(section, dict) else {}
+    return {key: section[key] for key in ("gold_preproc", "max_length") if key in section}
+
+
+class CurveRecorder:
+    """Scores the extra corpora at each evaluation and writes one JSON line per point."""
+
+    def __init__(
+        self,
+        nlp: Language,
+        path: Path,
+        extra_dev: Dict[str, Path],
+        train_words: Optional[int],
+        reader_settings: Dict[str, Any],
+    ) -> None:
+        self.nlp = nlp
+        self.path = path
+        self.corpora = {name: Corpus(p, **reader_settings) for name, p in extra_dev.items()}
+        self.train_words = train_words
+        self.extra_wall = 0.0
+        self.extra_cpu = 0.0
+        self.cpu_start = time.process_time()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.stream: IO[str] = path.open("w", encoding="utf8")
+
+    def record(self, info: Dict[str, Any]) -> Dict[str, Any]:
+        # spaCy's clock stopped before this point's extra evaluations: take out the earlier ones
+        seconds = float(info["seconds"]) - self.extra_wall
+        wall, cpu = time.perf_counter(), time.process_time()
+        extra = {name: _floats(self.nlp.evaluate(list(corpus(self.nlp)))) for name, corpus in self.corpora.items()}
+        self.extra_wall += time.perf_counter() - wall
+        self.extra_cpu += time.process_time() - cpu
+        words = int(info.get("words", 0))
+        point = {
+            "step": int(info["step"]),
+            "epoch": int(info["epoch"]),
+            "words": words,
+            "passes": round(words / self.train_words, 4) if self.train_words else None,
+            # spaCy's own clock counts its dev evaluations; ours are taken out
+            "seconds": round(max(0.0, seconds), 1),
+            "cpu_seconds": round(time.process_time() - self.cpu_start - self.extra_cpu, 1),
+            "score": info["score"],
+            "losses": {k: round(float(v), 4) for k, v in info.get("losses", {}).items()},
+            "scores": {"dev": _floats(info.get("other_scores") or {}), **extra},
+        }
+        self.stream.write(json.dumps(point) + "\n")
+        self.stream.flush()
+        return point
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+@registry.loggers("spacy-entangle.CurveLogger.v1")
+def curve_logger(
+    path: str,
+    extra_dev: Dict[str, str] = {},  # noqa: B006 (never mutated; init fill-config writes the default out)
+    train_words: Optional[int] = None,
+    progress_bar: bool = False,
+    console_output: bool = True,
+) -> Callable[[Language, IO, IO], Tuple[LogStep, Callable[[], None]]]:
+    """Log like spaCy's ConsoleLogger and write the learning curve to ``path`` (JSON lines).
+
+    path (str): the curve file, one JSON object per evaluation (overwritten at the start).
+    extra_dev (Dict[str, str]): name -> .spacy corpus scored at each evaluation besides dev,
+        read with the dev reader's gold_preproc and max_length (e.g. a noisy copy of dev).
+    train_words (Optional[int]): the training corpus's words, for ``passes``; None counts the
+        tokens of [corpora.train]'s path when it is a .spacy file.
+    progress_bar (bool): as ConsoleLogger.v1's.
+    console_output (bool): print spaCy's table too.
+    """
+    console = console_logger(progress_bar=progress_bar, console_output=console_output)
+    missing = [str(p) for p in extra_dev.values() if not Path(p).exists()]
+    if missing:
+        raise ValueError(f"CurveLogger: extra_dev corpus not found: {', '.join(missing)}")
+
+    def setup(nlp: Language, stdout: IO = sys.stdout, stderr: IO = sys.stderr) -> Tuple[LogStep, Callable[[], None]]:
+        config = nlp.config.interpolate()
+        if config["training"]["optimizer"].get("use_averages"):
+            raise ValueError(
+                "CurveLogger scores the weights being trained; with use_averages = true spaCy scores "
+                "dev with the averages instead. Set [training.optimizer] use_averages = false."
+            )
+        words = train_words
+        if words is None:
+            train_path = _corpus_path(config, config["training"]["train_corpus"])
+            words = count_words(train_path) if train_path is not None else None
+        recorder = CurveRecorder(
+            nlp, Path(path), {k: Path(v) for k, v in extra_dev.items()}, words, _dev_reader_settings(config)
+        )
+        log_console, finalize_console = console(nlp, stdout, stderr)
+        weighted = [k for k, w in config["training"]["score_weights"].items() if w]
+
+        def log_step(info: Optional[Dict[str, Any]]) -> None:
+            log_console(info)
+            if info is not None:
+                point = recorder.record(info)
+                extra = ", ".join(
+                    f"{name} {_main(scores, weighted)}" for name, scores in point["scores"].items() if name != "dev"
+                )
+                if extra:
+                    print(f"  curve @ step {point['step']}: {extra}", file=stdout, flush=True)
+
+        def finalize() -> None:
+            finalize_console()
+            recorder.close()
+
+        return log_step, finalize
+
+    return setup
+
+
+def _main(scores: Dict[str, Any], weighted: List[str]) -> str:
+    """The extra corpus's figures under the keys that make spaCy's score."""
+    shown = [f"{k}={scores[k]:.4f}" for k in weighted if isinstance(scores.get(k), float)]
+    return " ".join(shown) or "-"
+
+
+def _corpus_path(config: Dict[str, Any], dot_name: str) -> Optional[Path]:
+    section: Any = config
+    for part in dot_name.split("."):
+        section = section.get(part) if isinstance(section, dict) else None
+    path = section.get("path") if isinstance(section, dict) else None
+    if path and Path(path).suffix == ".spacy" and Path(path).exists():
+        return Path(path)
+    return None
+
+
+def read_curve(path: Path) -> List[Dict[str, Any]]:
+    """The points of a curve file, in step order."""
+    lines: Iterable[str] = path.read_text(encoding="utf8").splitlines()
+    return sorted((json.loads(line) for line in lines if line.strip()), key=lambda p: p["step"])
