@@ -5,7 +5,10 @@ grow one from a subword encoder (`--init-from`). `pretrain-chars CONFIG.cfg OUT
 (pretraining/config.py), as `spacy pretrain` does.
 
 The flags are overrides too: each defaults to None (not given), so the defaults live in one
-place, ``PretrainSettings`` (the help shows them from there)."""
+place, ``PretrainSettings`` (the help shows them from there).
+
+`torchrun --nproc_per_node N -m spacy_entangle pretrain-chars ...` runs the same command
+data-parallel (pretraining/distributed.py); rank 0 alone writes OUT and reports."""
 
 from dataclasses import fields
 from pathlib import Path
@@ -17,6 +20,7 @@ from ..noise.attacks import ATTACKS
 from ..pretraining import PRESETS, PretrainSettings, pretrain_chars
 from ..pretraining.config import PretrainRunConfig, parse_overrides, read_run_config
 from ..pretraining.distill import parse_layers
+from ..pretraining.distributed import world_from_env
 from ._app import app, cli_errors
 
 _DEFAULTS = {f.name: f.default for f in fields(PretrainSettings)}
@@ -59,7 +63,9 @@ def pretrain_chars_cli(
     seed: Optional[int] = typer.Option(
         None, "--seed", "-s", help="Random seed: same seed, text and threads, same weights" + _default("seed")
     ),
-    batch_size: Optional[int] = typer.Option(None, help="Documents per step" + _default("batch_size")),
+    batch_size: Optional[int] = typer.Option(
+        None, help="Documents per step, over all processes under torchrun" + _default("batch_size")
+    ),
     lr: Optional[float] = typer.Option(None, help="Peak learning rate (AdamW)" + _default("lr")),
     warmup_steps: Optional[int] = typer.Option(
         None, help="Linear warm-up steps (at most a tenth of --max-steps)" + _default("warmup_steps")
@@ -112,7 +118,9 @@ def pretrain_chars_cli(
         help="--init-from: steps of the type-level stage A (default: a third of --decay-steps or --max-steps); the rest is stage B",
     ),
     type_batch: Optional[int] = typer.Option(
-        None, "--type-batch", help="--init-from: word types per stage-A step" + _default("type_batch")
+        None,
+        "--type-batch",
+        help="--init-from: word types per stage-A step, over all processes under torchrun" + _default("type_batch"),
     ),
     unfreeze_top: Optional[int] = typer.Option(
         None,
@@ -146,7 +154,9 @@ def pretrain_chars_cli(
     resume: bool = typer.Option(
         False, "--resume", help="Continue OUT/checkpoint (same text and settings; the budget may grow)"
     ),
-    gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU id, -1 for CPU"),
+    gpu_id: int = typer.Option(
+        -1, "--gpu-id", "-g", help="GPU id, -1 for CPU (under torchrun: 0 or more uses GPU LOCAL_RANK per process)"
+    ),
 ) -> None:
     """Masked character-span prediction (+ optional noisy-word reconstruction, + optional
     distillation of a subword teacher's word states) over the encoder's per-character
@@ -201,6 +211,8 @@ def pretrain_chars_cli(
     texts, settings = run.texts, run.settings
     with cli_errors("pretrain-chars", f"{', '.join(map(str, texts))} -> {out}"):  # PretrainDataError is a ValueError
         entry = pretrain_chars(texts, out, settings, config=run.encoder, shape=run.shape, resume=resume, device=device)
+    if not world_from_env().main:  # rank 0 reports for a data-parallel run
+        return
     figures = ", ".join(f"{k} {v}" for k, v in entry.items() if k not in ("lr", "stopped_by", "planned_steps"))
     typer.echo(f"✔ Wrote {out} (use it as char_backbone): {figures}")
     if entry["stopped_by"] == "max_minutes" and settings.max_steps:

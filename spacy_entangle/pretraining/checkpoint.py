@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 import numpy
 import torch
 
+from . import distributed
 from .data import CharVocab, PretrainDataError
+from .distributed import World
 from .model import CharPretrainer, Pretrainer
 from .settings import PretrainSettings
 
@@ -33,23 +35,32 @@ def fingerprint(docs: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
-def save_checkpoint(path: Path, model: Pretrainer, optimizer: Any, scheduler: Any, state: Dict[str, Any]) -> None:
-    """Written next to the old one, then swapped in: a crash never leaves half a checkpoint."""
+def save_checkpoint(
+    path: Path,
+    model: Pretrainer,
+    optimizer: Any,
+    scheduler: Any,
+    state: Dict[str, Any],
+    rank_rngs: Optional[List[Any]] = None,
+) -> None:
+    """Written next to the old one, then swapped in: a crash never leaves half a checkpoint.
+    ``rank_rngs``: each process's dropout generators in a data-parallel run, by rank
+    (distributed.py); everything else is the same whatever the number of processes."""
     tmp = path.with_name(path.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     model.encoder.save_pretrained(tmp / "encoder", safe_serialization=True)
-    torch.save(
-        {
-            "heads": head_state(model),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "torch_rng": torch.get_rng_state(),
-            "py_rng": state.pop("py_rng"),
-            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-        },
-        tmp / "training_state.pt",
-    )
+    training_state = {
+        "heads": head_state(model),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "torch_rng": torch.get_rng_state(),
+        "py_rng": state.pop("py_rng"),
+        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+    }
+    if rank_rngs is not None:
+        training_state["rank_rngs"] = rank_rngs
+    torch.save(training_state, tmp / "training_state.pt")
     (tmp / "state.json").write_text(json.dumps(state, indent=2), encoding="utf8")
     old = path.with_name(path.name + ".old")
     shutil.rmtree(old, ignore_errors=True)
@@ -109,6 +120,9 @@ RESUME_FIXED = (
 FLAGS = {"grow_design": "--design", "grow_k": "--k"}  # settings whose flag is not --name-with-dashes
 
 
+Start = Tuple["PreTrainedModel", CharVocab, Dict[str, Any], Optional[Dict[str, Any]]]
+
+
 def start_state(
     out: Path,
     resume: bool,
@@ -117,9 +131,46 @@ def start_state(
     new: Callable[[], "PreTrainedModel"],
     train_docs: List[str],
     fingerprint: str,
-) -> Tuple["PreTrainedModel", CharVocab, Dict[str, Any], Optional[Dict[str, Any]]]:
+    world: Optional[World] = None,
+) -> Start:
     """The encoder, output vocabulary, loop state and saved training state: from the
-    checkpoint on resume (checked against these settings), else fresh."""
+    checkpoint on resume (checked against these settings), else fresh.
+
+    In a data-parallel run (``world``) rank 0 alone reads and writes OUT, so the other
+    machines need not see it, and sends the others the loop and training state; they build
+    the encoder from its config (the loop copies rank 0's weights into it). An error on
+    rank 0 is raised on every process."""
+    args = (out, resume, settings, config, new, train_docs, fingerprint)
+    if world is None or not world.parallel:
+        return _start_state(*args)
+    start: Optional[Start] = None
+    error: Optional[Exception] = None
+    if world.main:
+        try:
+            start = _start_state(*args)
+        except Exception as err:  # noqa: BLE001 - raised below, on every process
+            error = err
+    sent = None if start is None else (start[0].config, start[1].codepoints, start[2], start[3])
+    error, sent = distributed.from_main((error, sent))
+    if error is not None:
+        raise error
+    if start is not None:
+        return start
+    from transformers import AutoModel
+
+    encoder_config, codepoints, state, saved = sent
+    return AutoModel.from_config(encoder_config), CharVocab(codepoints), state, saved
+
+
+def _start_state(
+    out: Path,
+    resume: bool,
+    settings: PretrainSettings,
+    config: str,
+    new: Callable[[], "PreTrainedModel"],
+    train_docs: List[str],
+    fingerprint: str,
+) -> Start:
     ckpt = out / CHECKPOINT
     if ckpt.exists() and not resume:
         raise ValueError(f"{out} already has a checkpoint: pass --resume to continue it, or choose another OUT")

@@ -20,7 +20,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy
 
@@ -202,9 +202,14 @@ def make_batch(
     noise_rate: float = 0.0,
     attacks: Sequence[str] = ATTACKS,
     pad_multiple: int = 4,
+    keep: Optional[slice] = None,
 ) -> Batch:
     """[CLS] text [SEP] per row, padded to a multiple of CANINE's downsampling rate.
-    Attacked-word positions are never masked: they carry the noisy target instead."""
+    Attacked-word positions are never masked: they carry the noisy target instead.
+
+    ``keep``: the rows one process of a data-parallel run trains on. Every row's noise and
+    masks are still drawn, in order, so the generators advance as for the whole batch and a
+    row is the same whichever process keeps it; only the kept rows become arrays."""
     rows = []
     for text in texts:
         noisy, changed = noisy_example(text, py_rng, noise_rate, attacks)
@@ -223,6 +228,8 @@ def make_batch(
         if swap.any() and vocab.codepoints:
             inputs[swap] = numpy.asarray(vocab.codepoints)[np_rng.integers(0, len(vocab.codepoints), int(swap.sum()))]
         rows.append((inputs, mlm_t, noisy_t, word_spans(noisy)))
+    if keep is not None:
+        rows, texts = rows[keep], texts[keep]
     length = max(len(r[0]) for r in rows) + 2
     length += -length % pad_multiple
     shape = (len(rows), length)

@@ -136,6 +136,15 @@ class GrownPretrainer(nn.Module):
         """The copied transformer layers, bottom to top (late unfreezing takes the top)."""
         return self.encoder.copied_layers()
 
+    def forward(self, stage: str, *inputs: torch.Tensor) -> Dict[str, torch.Tensor]:
+        """``type_step`` (stage ``"type"``) or ``text_step`` (``"text"``): a data-parallel run
+        calls both through ``forward``, the method DistributedDataParallel wraps."""
+        if stage == "type":
+            return self.type_step(*inputs)
+        if stage == "text":
+            return self.text_step(*inputs)
+        raise ValueError(f"unknown stage {stage!r} (type or text)")
+
     def type_step(self, ids: torch.Tensor, mask: torch.Tensor, targets: torch.Tensor) -> Dict[str, torch.Tensor]:
         loss, cos = type_loss(self.encoder.front_end(ids, mask), targets)
         n = torch.tensor(float(len(ids)))
@@ -161,6 +170,10 @@ class GrownPretrainer(nn.Module):
         word_found: torch.Tensor,
     ) -> Dict[str, torch.Tensor]:
         mid, last = self.word_states(input_ids, attention_mask, word_ids, int(word_targets.shape[0]))
+        if not bool(word_found.any()):  # no word the teacher saw: a zero that still reaches the weights used
+            zero = (mid.sum() + last.sum()) * 0.0
+            none = zero.detach()
+            return {"loss": zero, "mid_loss": none, "last_loss": none, "mid_n": none, "last_n": none}
         mid_loss = distill_loss(mid[word_found], word_targets[word_found, 0])
         last_loss = distill_loss(last[word_found], word_targets[word_found, 1])
         n = word_found.sum().detach()

@@ -2,7 +2,11 @@
 resume, with grow.py's two stages in place of the masked objectives. Stage A draws word
 types from ``np_rng`` (saved in the checkpoint) and leaves the text plan alone; stage B
 walks the text plan, so a resume in either stage continues exactly. What the design changes
-(the encoder, its pretrainer, whether it has stage A) is its registered ``CharDesign``."""
+(the encoder, its pretrainer, whether it has stage A) is its registered ``CharDesign``.
+
+Data-parallel (distributed.py): every process draws a step's word types and attacks, or its
+documents' noise, for the whole global batch and trains on its own share; stage A's shares
+are equal (the type batch divides), stage B's loss is scaled by the share of the words."""
 
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -105,18 +109,24 @@ class GrownRun(PretrainRun):
         unfreeze = settings.unfreeze_top and self.step >= settings.unfreeze_step
         for param in self._top_layers():
             param.requires_grad_(bool(unfreeze))
+        stand_in = False
         if self.step < settings.type_steps:
             picked = self.types.sample(settings.type_batch, self.np_rng)
             words = attack_words(
                 [self.types.types[i] for i in picked], settings.noise_rate, settings.attacks, self.py_rng
             )
+            keep, _ = self.parallel.rows(len(picked))  # equal shares: the type batch divides (pretrain.py)
+            if keep is not None:
+                picked, words = picked[keep], words[keep]
             ids, mask = encode_spellings(words, self.model.encoder.config.max_word_chars)
             targets = self.types.targets[torch.from_numpy(picked).to(self.device)]
-            result = self.model.type_step(ids.to(self.device), mask.to(self.device), targets)
-            n_chars = int(mask.sum())
+            result = self.parallel.module(self.model)("type", ids.to(self.device), mask.to(self.device), targets)
+            loss, n_chars = result["loss"], int(mask.sum())
         else:
+            doc_ids = next(plan)
+            keep, stand_in = self.parallel.rows(len(doc_ids))
             batch = make_batch(
-                [self.train_docs[i] for i in next(plan)],
+                [self.train_docs[i] for i in doc_ids],
                 self.vocab,
                 self.np_rng,
                 self.py_rng,
@@ -124,19 +134,20 @@ class GrownRun(PretrainRun):
                 settings.noise_rate,
                 settings.attacks,
                 pad_multiple=1,
+                keep=keep,
             )
             targets, found = self.teacher.word_states(batch.clean_texts, batch.clean_spans)
             arrays = (batch.input_ids, batch.attention_mask, batch.word_ids)
             ids, mask, word_ids = (torch.from_numpy(a).to(self.device) for a in arrays)
-            result = self.model.text_step(ids, mask, word_ids, targets.to(self.device), found.to(self.device))
-            n_chars = batch.n_chars
-        self.optimizer.zero_grad(set_to_none=True)
-        result["loss"].backward()
-        torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], settings.grad_clip)
-        self.optimizer.step()
-        self.scheduler.step()
-        self.step += 1
-        return {k: v for k, v in result.items() if k != "loss"}, n_chars
+            result = self.parallel.module(self.model)(
+                "text", ids, mask, word_ids, targets.to(self.device), found.to(self.device)
+            )
+            loss, n_chars = result["loss"], batch.n_chars
+            scales = self.parallel.scales({"words": float(found.sum())}, stand_in)
+            if scales is not None:
+                loss = loss * scales["words"]
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        return self.optimize(loss, params, stand_in, result, n_chars)
 
     def evaluate(self) -> Dict[str, float]:
         """Cosine to the teacher's word states on the held-out docs, clean and attacked."""

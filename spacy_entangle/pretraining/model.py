@@ -55,10 +55,14 @@ class CharPretrainer(nn.Module):
         word_targets: Optional[torch.Tensor] = None,
         word_found: Optional[torch.Tensor] = None,
         distill_weight: float = 1.0,
+        scales: Optional[Dict[str, float]] = None,
     ) -> Dict[str, torch.Tensor]:
         """Losses (mean over scored characters of each objective, over words the teacher saw
         for distillation) and correct/total counts. Only scored positions go through the
-        character head: most characters are not scored."""
+        character head: most characters are not scored. ``scales``: a factor per objective
+        on the loss trained (not the one reported): a data-parallel process's share of the
+        global batch's scored items (distributed.py)."""
+        scale = scales or {}
         states = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         result: Dict[str, torch.Tensor] = {}
         total = states.new_zeros(())
@@ -70,7 +74,7 @@ class CharPretrainer(nn.Module):
             logits = self.head(states[scored])
             gold = targets[scored]
             loss = F.cross_entropy(logits, gold)
-            total = total + weight * loss
+            total = total + weight * loss * scale.get(name, 1.0)
             result[f"{name}_loss"] = loss.detach()
             result[f"{name}_correct"] = (logits.argmax(-1) == gold).sum().detach()
             result[f"{name}_n"] = n.detach()
@@ -80,9 +84,11 @@ class CharPretrainer(nn.Module):
             if bool(word_found.any()):
                 words = pool_words(states, word_ids, int(word_targets.shape[0]))[word_found]
                 loss = distill_loss(self.distill(words), word_targets[word_found])
-                total = total + distill_weight * loss
+                total = total + distill_weight * loss * scale.get("distill", 1.0)
                 result["distill_loss"] = loss.detach()
                 result["distill_n"] = word_found.sum().detach()
+        if not total.requires_grad and torch.is_grad_enabled():  # nothing scored: a zero that reaches the weights used
+            total = states.sum() * 0.0
         result["loss"] = total
         return result
 
