@@ -19,6 +19,7 @@ import torch
 from spacy.tokens import DocBin
 from spacy.training import Example
 
+from spacy_entangle.layers.contract import get_sides
 from spacy_entangle.noise import create_noise_consistency
 from spacy_entangle.pipeline import Entangle
 
@@ -55,7 +56,7 @@ def main(argv: Optional[List[str]] = None) -> List[float]:
         clean = [eg.predicted for eg in examples]
         picked, copies = rule.perturb(clean)
         outputs = entangle.model.predict(clean + copies)
-        loss, grads = rule.loss([outputs[i] for i in picked], outputs[len(clean) :], entangle.model.attrs["sides"])
+        loss, grads = rule.loss([outputs[i] for i in picked], outputs[len(clean) :], get_sides(entangle.model))
         term = sum(
             float((g.side(s) ** 2).sum()) for g in grads for s in ("subword", "char") if getattr(g, s) is not None
         )

@@ -12,6 +12,8 @@ variant not trained) is skipped with a note.
 
 --modes times each pipeline with an `entangle` component once per inference mode (named
 NAME@MODE after the first), all in the same interleaved rounds; other pipelines run once.
+The mode `default` is the pipeline as saved (its own `inference` setting: "auto" in the
+packaged en_entangle_wnut), the others are set at load.
 --agreement then compares each NAME@MODE with NAME on the same docs: the share of docs with
 the same predictions (entities, tags, categories) and the largest difference of the entangle
 states per side (what a mode changes, where no gold data or trained head is at hand). The
@@ -27,7 +29,8 @@ scores), timed in the same rounds, e.g. `--float-nodes 'ffn=subword_encoder/.*la
 an empty REGEX (`--float-nodes all-int8=`) quantizes every node. `--what-if-smoothing ALPHA|off`
 makes those what-ifs with that activation smoothing (default: the default's), e.g. the
 default before smoothing: `--float-nodes 'before=subword_encoder/.*layer\\.[0-2]/output/dense/'
---what-if-smoothing off`.
+--what-if-smoothing off`. `--what-if-arena` adds NAME@onnx-int8+arena: onnx-int8 with ONNX
+Runtime's memory arena on (off by default: it kept a long doc's activations), in the same rounds.
 """
 
 import argparse
@@ -44,7 +47,11 @@ from speed_data import Text, make_docs, n_words, read_sentences, texts_of
 from speed_timing import best_seconds, environment, print_table, save, use_device
 
 import spacy_entangle.modeling.inference as inference
-from spacy_entangle.modeling.inference import INFERENCE_MODES
+from spacy_entangle.modeling.inference import INFERENCE_SETTINGS
+
+# --modes: an inference setting set at load, or the pipeline's own (as saved)
+DEFAULT = "default"
+MODE_CHOICES = (DEFAULT, *INFERENCE_SETTINGS)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -67,7 +74,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument(
         "--modes",
         nargs="+",
-        choices=INFERENCE_MODES,
+        choices=MODE_CHOICES,
         default=["fp32"],
         help="the inference modes of the pipelines with an entangle component (the first keeps NAME)",
     )
@@ -87,6 +94,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         default=inference.ONNX_INT8_SMOOTHING,
         metavar="ALPHA|off",
         help="the --float-nodes what-ifs' activation smoothing in onnx-int8 (default: the default's)",
+    )
+    p.add_argument(
+        "--what-if-arena",
+        action="store_true",
+        help="also time NAME@onnx-int8+arena: ONNX Runtime's memory arena on (engines.onnx.CPU_MEM_ARENA)",
     )
     p.add_argument("--output", type=Path, default=None, help="JSON file for every figure")
     args = p.parse_args(argv)
@@ -122,6 +134,20 @@ def onnx_int8_what_if(patterns: Sequence[str], smoothing: Optional[float]) -> It
         inference.ONNX_INT8_FLOAT_NODES, inference.ONNX_INT8_SMOOTHING = before
 
 
+@contextmanager
+def arena_what_if() -> Iterator[None]:
+    """ONNX Runtime's memory arena on while a pipeline makes its graphs (its first prediction):
+    they keep it."""
+    from spacy_entangle.modeling.engines import onnx as engine
+
+    before = engine.CPU_MEM_ARENA
+    engine.CPU_MEM_ARENA = True
+    try:
+        yield
+    finally:
+        engine.CPU_MEM_ARENA = before
+
+
 def pipeline_specs(p: argparse.ArgumentParser, specs: Sequence[str]) -> List[Tuple[str, Path]]:
     out = []
     for spec in specs:
@@ -148,30 +174,44 @@ def entangle_names(nlp: Language) -> List[str]:
     return [name for name in nlp.component_names if nlp.get_pipe_meta(name).factory == "entangle"]
 
 
+def mode_overrides(entangles: Sequence[str], mode: str, default: Optional[str] = None) -> Dict[str, Any]:
+    """The load config of a --modes entry: the inference setting of every `entangle`
+    component, or none for `default` (the pipeline's own, or ``default`` when given)."""
+    setting = default if mode == DEFAULT else mode
+    return {"components": {e: {"inference": setting} for e in entangles}} if setting else {}
+
+
 def load_modes(
     name: str,
     path: Path,
     modes: Sequence[str],
     float_nodes: Sequence[Tuple[str, str]] = (),
     smoothing: Optional[float] = inference.ONNX_INT8_SMOOTHING,
+    default: Optional[str] = None,
+    arena: bool = False,
 ) -> Dict[str, Language]:
     """The pipeline once per inference mode (NAME, then NAME@MODE) when it has an `entangle`
-    component, else once: each mode is set through the load config, as a user would; then
-    once per (LABEL, REGEX) of ``float_nodes`` in onnx-int8 with those nodes in float and
-    ``smoothing`` (an alpha, None: off)."""
+    component, else once: each mode is set through the load config, as a user would (`default`:
+    as saved, or in ``default`` when given); then once per (LABEL, REGEX) of ``float_nodes`` in
+    onnx-int8 with those nodes in float and ``smoothing`` (an alpha, None: off); with ``arena``
+    once more in onnx-int8 with ONNX Runtime's memory arena on."""
     nlp = spacy.load(path)
     entangles = entangle_names(nlp)
     if not entangles:
         return {name: nlp}
     out = {}
     for i, mode in enumerate(modes):
-        overrides = {"components": {e: {"inference": mode} for e in entangles}}
-        out[name if i == 0 else f"{name}@{mode}"] = spacy.load(path, config=overrides)
+        out[name if i == 0 else f"{name}@{mode}"] = spacy.load(path, config=mode_overrides(entangles, mode, default))
     for label, pattern in float_nodes:
         what_if = spacy.load(path, config={"components": {e: {"inference": "onnx-int8"} for e in entangles}})
         with onnx_int8_what_if([pattern] if pattern else [], smoothing):
             what_if("a first prediction makes the onnx-int8 copy")
         out[f"{name}@onnx-int8+{label}"] = what_if
+    if arena:
+        what_if = spacy.load(path, config={"components": {e: {"inference": "onnx-int8"} for e in entangles}})
+        with arena_what_if():
+            what_if("a first prediction makes the onnx-int8 copy")
+        out[f"{name}@onnx-int8+arena"] = what_if
     return out
 
 
@@ -184,7 +224,15 @@ def part_pipelines(specs: Sequence[Tuple[str, Path]], texts: List[Text], args) -
         if not path.exists():
             print(f"ℹ {name}: no {path}, skipped")
             continue
-        loaded = load_modes(name, path, args.modes, args.float_nodes, args.what_if_smoothing)
+        loaded = load_modes(
+            name,
+            path,
+            args.modes,
+            args.float_nodes,
+            args.what_if_smoothing,
+            getattr(args, "default", None),
+            getattr(args, "what_if_arena", False),
+        )
         pipes.update(loaded)
         paths.update({key: str(path) for key in loaded})
     if not pipes:

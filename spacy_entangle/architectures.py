@@ -10,6 +10,7 @@ from thinc.types import Floats2d
 from .data import SIDES, Combine, EntangleData, Side, side_names
 from .layers import EntangleListener, EntangleModel, entangle_first_state, entangle_pool
 from .layers.char_states import entangle_char_states
+from .layers.contract import set_rows, set_sides
 from .layers.settings import EntangleSettings
 from .layers.side_gate import side_gate
 from .layers.tanh import Tanh
@@ -69,7 +70,7 @@ def EntangleListener_v2(
     listener = EntangleListener(upstream, side_names(side))
     pool = entangle_pool(side, pooling or reduce_first(), grad_factor)
     # the rows it reads: a prediction keeps only those (layers/entangle_model.py, keep_rows)
-    listener.attrs["rows"] = "first" if pool.layers[0].name == "reduce_first" else "tokens"
+    set_rows(listener, "first" if pool.layers[0].name == "reduce_first" else "tokens")
     model: Model[List[Doc], List[Floats2d]] = chain(listener, pool, *gate)
     model.set_ref("listener", listener)
     return model
@@ -132,7 +133,7 @@ def EntangleTok2Vec_v2(
     """EntangleTok2Vec.v1 plus the listener's ``combine`` (EntangleListener.v2)."""
     gate = _combine(side, combine)
     model = EntangleModel(EntangleSettings.pick(locals()), window_getter)
-    model.attrs["sides"] = side_names(side)
+    set_sides(model, side_names(side))
     return chain(model, entangle_pool(side, pooling or reduce_first(), grad_factor), *gate)
 
 

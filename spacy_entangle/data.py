@@ -50,6 +50,9 @@ class EntangleData:
     align: DocAlignment
     # the `entangle` component that computed it: a listener reads only its own upstream's
     source: Optional[str] = None
+    # which weights and window settings computed it (the component's ``made_by``): states of
+    # another pipeline's component of the same name are not this one's (None: not recorded)
+    made_by: Optional[str] = None
     # store_attention: the co-attention maps of each window (pipeline.attention.label_window); not saved
     # (layers.entangle_model.WindowAttention as computed, a dict once labelled)
     attention: Optional[List[Any]] = None
@@ -80,6 +83,7 @@ class EntangleData:
         a = self.align
         return {
             "source": self.source,
+            "made_by": self.made_by,
             "subword": np(self.subword),
             "char": np(self.char),
             "align": {
@@ -90,6 +94,7 @@ class EntangleData:
                 "char_lengths": a.char_lengths,
                 "char_rows": a.char_rows,
                 "window_rows": [list(w) for w in a.window_rows],
+                "tokens": a.tokens,
             },
         }
 
@@ -99,7 +104,55 @@ class EntangleData:
         a["window_rows"] = [tuple(w) for w in a["window_rows"]]
         for key in ("subword_lengths", "subword_rows", "char_lengths", "char_rows"):
             a[key] = numpy.asarray(a[key], dtype="int32")
-        return cls(subword=msg["subword"], char=msg["char"], align=DocAlignment(**a), source=msg.get("source"))
+        return cls(
+            subword=msg["subword"],
+            char=msg["char"],
+            align=DocAlignment(**a),
+            source=msg.get("source"),
+            made_by=msg.get("made_by"),
+        )
+
+    def mismatch(self, doc: Doc, made_by: Optional[str], sides: Sequence[str] = ()) -> Optional["Mismatch"]:
+        """Why these states are not ``doc``'s as the component whose ``made_by`` is given
+        computes them now (None: they are): the doc's tokens changed since (a retokenizer),
+        another model or pipeline made them, or a side in ``sides`` was not computed. A reader
+        that reads rows by token position must not use them then."""
+        align, source = self.align, f"`{self.source}`" if self.source else "the `entangle` component"
+        if align.tokens is None or self.made_by is None:
+            return Mismatch(
+                "unrecorded",
+                f"the states {source} kept on the doc record neither the tokens nor the model they were "
+                "computed for (kept by an older spacy-entangle)",
+            )
+        if not align.fits(doc):
+            return Mismatch(
+                "tokens",
+                f"the doc's tokens changed after {source} computed its states ({align.n_tokens} tokens "
+                f"then, {len(doc)} now)",
+            )
+        if made_by is not None and self.made_by != made_by:
+            return Mismatch(
+                "model",
+                f"the states on the doc were computed by another pipeline or model ({source} of another "
+                "pipeline, other weights or other window settings)",
+            )
+        missing = [side for side in sides if getattr(self, side) is None]
+        if missing:
+            return Mismatch("sides", f"the states on the doc lack the {' and '.join(missing)} side")
+        return None
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """Why states are not a doc's own now (``EntangleData.mismatch``): kind "tokens" (the doc
+    was retokenized since), "model" (another pipeline's or model's states), "sides" (a side
+    not computed) or "unrecorded" (states kept before their identity was recorded)."""
+
+    kind: Literal["tokens", "model", "sides", "unrecorded"]
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
 
 
 # the pooling layers by name (token vectors outside a listener: EntangleData.token_vectors, doc.tensor)

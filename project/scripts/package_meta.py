@@ -11,7 +11,10 @@ BASE_META.json holds the hand-written fields (description, licence, sources). Ad
                 a part of unknown licence is said on the console
   requirements  spacy-entangle with the installed version's minor range (spaCy also
                 detects it from the `entangle` factory; naming it here keeps the requirement
-                when the plugin is not installed as a distribution, e.g. run from a checkout)
+                when the plugin is not installed as a distribution, e.g. run from a checkout),
+                with the extras the packaged pipeline's inference default needs (--packaged:
+                `auto` and the onnx modes need the `onnx` extra, so installing the package by
+                name gets the fast path; the plain library install stays without it)
   performance   the `spacy evaluate` scores (replaces the training loop's dev scores in
                 model-best/meta.json, which spaCy would otherwise copy)
   char_encoder  how the character encoder was pretrained (`pretrain-chars` writes it into its
@@ -30,12 +33,12 @@ Everything else (lang, pipeline, labels, spacy_version) still comes from the mod
 import json
 import sys
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import typer
 
 
-def plugin_requirement() -> str:
+def plugin_requirement(extras: Sequence[str] = ()) -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -45,7 +48,21 @@ def plugin_requirement() -> str:
 
         v = spacy_entangle.__version__
     major, minor = v.split(".")[:2]
-    return f"spacy-entangle>={v},<{major}.{int(minor) + 1}.0"
+    named = f"[{','.join(sorted(extras))}]" if extras else ""
+    return f"spacy-entangle{named}>={v},<{major}.{int(minor) + 1}.0"
+
+
+def inference_extras(model: Path) -> List[str]:
+    """The spacy-entangle extras the pipeline's `inference` settings predict with: `onnx` for
+    `auto` (its CPU mode) and the onnx modes, none for the others."""
+    from spacy.util import load_config
+
+    from spacy_entangle.modeling.inference import AUTO_CPU_MODE, ENGINE_MODES
+
+    components = load_config(model / "config.cfg", interpolate=False).get("components", {})
+    settings = {block.get("inference", "fp32") for block in components.values() if block.get("factory") == "entangle"}
+    engine = set(ENGINE_MODES) | ({"auto"} if AUTO_CPU_MODE in ENGINE_MODES else set())
+    return ["onnx"] if settings & engine else []
 
 
 def char_encoder_record(path: Path) -> dict:
@@ -184,11 +201,16 @@ def main(
         None, "--model", help="the pipeline folder being packaged (its config.cfg: the training augmenter; the card)"
     ),
     version: Optional[str] = typer.Option(None, "--version", help="with --readme: the package version"),
+    packaged: Optional[Path] = typer.Option(
+        None, "--packaged", help="the pipeline folder `spacy package` packages (its inference default: the extras)"
+    ),
 ) -> None:
     """Write the meta.json that `spacy package --meta-path` uses for en_entangle_wnut."""
     meta = json.loads(base.read_text(encoding="utf-8"))
     reqs = [r for r in meta.get("requirements", []) if not r.startswith("spacy-entangle")]
-    meta["requirements"] = [plugin_requirement()] + reqs
+    # (called as a function, e.g. by the tests, an option left out is typer's OptionInfo)
+    extras = inference_extras(packaged) if isinstance(packaged, Path) else []
+    meta["requirements"] = [plugin_requirement(extras)] + reqs
     if metrics is not None:
         scores = json.loads(metrics.read_text(encoding="utf-8"))
         meta["performance"] = {k: v for k, v in scores.items() if k.startswith(("ents_", "token_")) or k == "speed"}

@@ -9,9 +9,10 @@ the recorded size: a run killed between writing a shard and recording it redoes 
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from spacy.tokens import Doc, DocBin
+import numpy
+from spacy.tokens import Doc, DocBin, Span, SpanGroup
 
 from ..converters.io import write_bytes_atomic
 from .readers import ShardSpec
@@ -23,16 +24,46 @@ SUFFIXES = {"jsonl": ".jsonl", "spacy": ".spacy"}
 
 
 def doc_to_json(doc: Doc, id_: Any) -> Dict[str, Any]:
-    """id, text, entities as character offsets + label; tags and cats when the pipeline sets them."""
-    out: Dict[str, Any] = {
-        "id": id_,
-        "text": doc.text,
-        "entities": [{"start": e.start_char, "end": e.end_char, "label": e.label_} for e in doc.ents],
-    }
+    """id, text, entities as character offsets + label (+ score where a span group scores
+    exactly doc.ents: `scored_ner`'s ``doc.spans["ents"]``); tags, cats and every span group
+    (``"spans"``: key -> spans, each with its score where the group has ``attrs["scores"]``)
+    when the pipeline sets them. What the pipeline produced, not a subset of it."""
+    ents = list(doc.ents)
+    out: Dict[str, Any] = {"id": id_, "text": doc.text, "entities": _spans_json(ents, _entity_scores(doc, ents))}
     if doc.has_annotation("TAG"):
         out["tags"] = [{"start": t.idx, "end": t.idx + len(t), "tag": t.tag_} for t in doc]
     if doc.cats:
         out["cats"] = doc.cats
+    if doc.spans:
+        out["spans"] = {key: _spans_json(list(group), _scores(group)) for key, group in doc.spans.items()}
+    return out
+
+
+def _scores(group: SpanGroup) -> Optional[List[float]]:
+    """One score per span of the group (``attrs["scores"]``, as spancat and scored_ner set it), or None."""
+    scores = group.attrs.get("scores")
+    if scores is None:
+        return None
+    values = [float(score) for score in numpy.asarray(scores, dtype="float64").reshape(-1)]
+    return values if len(values) == len(group) else None
+
+
+def _entity_scores(doc: Doc, ents: List[Span]) -> Optional[List[float]]:
+    """The scores of the span group that holds exactly doc.ents, in order (None: no such group)."""
+    wanted = [(e.start, e.end, e.label) for e in ents]
+    for group in doc.spans.values():
+        if [(s.start, s.end, s.label) for s in group] == wanted:
+            scores = _scores(group)
+            if scores is not None:
+                return scores
+    return None
+
+
+def _spans_json(spans: List[Span], scores: Optional[List[float]]) -> List[Dict[str, Any]]:
+    out: List[Dict[str, Any]] = [{"start": s.start_char, "end": s.end_char, "label": s.label_} for s in spans]
+    if scores is not None:
+        for span, score in zip(out, scores):
+            span["score"] = score
     return out
 
 

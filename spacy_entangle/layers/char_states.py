@@ -16,6 +16,7 @@ from thinc.types import Floats2d, Ints1d
 
 from ..data import Side, side_names
 from ..tokenization.text_rows import text_rows
+from .contract import get_sides
 from .gradients import rows_gradient
 from .listener import EntangleListener
 
@@ -41,12 +42,12 @@ def init(model: Model, X: Optional[List[Doc]] = None, Y: Any = None) -> None:
     listener = model.layers[0]
     listener.initialize(X=X)
     if listener.has_dim("nO"):
-        model.set_dim("nO", listener.get_dim("nO") * len(model.attrs["sides"]), force=True)
+        model.set_dim("nO", listener.get_dim("nO") * len(get_sides(model)), force=True)
 
 
 def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[Floats2d], Any]:
     ops = model.ops
-    sides: Sequence[str] = model.attrs["sides"]
+    sides: Sequence[str] = get_sides(model)
     datas, bp_listener = model.layers[0](docs, is_train)
     outputs: List[Floats2d] = []
     saved = []

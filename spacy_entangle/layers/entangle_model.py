@@ -4,7 +4,7 @@ Windows from all docs of a batch are sorted by length and run in chunks of at
 most ``max_batch_chars`` padded characters, so one long doc never dominates a
 batch and short docs are not padded to its length.
 
-At prediction, ``attrs["keep_rows"]`` (set by the `entangle` component from what its
+At prediction, ``keep_rows`` (layers/contract.py; set by the `entangle` component from what its
 listeners read) may ask for fewer rows than every window's states: "tokens" keeps each
 token's rows, "first" each token's first row. Each chunk's rows are then gathered into
 the docs' outputs as soon as it has run, and its full states freed: memory is bounded by
@@ -28,6 +28,7 @@ from ..tokenization import WindowInput, WindowSettings, prepare_docs
 from ..tokenization.alignment import DocAlignment, KeptRows
 from ..tokenization.padding import pad_rows
 from ..tokenization.windows import configure_windows
+from .contract import get_keep_rows, get_sides
 from .replace import replace_listener, replace_listener_cfg
 from .settings import EntangleSettings
 from .shim import NOT_INITIALIZED, EntangleShim
@@ -35,7 +36,6 @@ from .shim import NOT_INITIALIZED, EntangleShim
 CHUNK_SPREAD = 1.25  # longest / shortest padded window (in characters) in one chunk
 # which rows of each window a prediction keeps: what the listeners read ("first": each
 # token's first row, "tokens": all its rows) or every row ("all": the states as computed)
-KEEP_ROWS = ("all", "tokens", "first")
 LONG_BATCH = 4  # chunks' worth of characters from which a prediction returns freed memory per chunk
 
 
@@ -131,16 +131,14 @@ class _Chunk:
 def forward(model: Model, docs: List[Doc], is_train: bool) -> Tuple[List[EntangleData], Callable]:
     """Prepare the windows, run them chunk by chunk, regroup the rows per doc."""
     shim = _built_shim(model)
-    need = tuple(model.attrs["sides"])
+    need = get_sides(model)
     with torch.profiler.record_function("entangle.prepare"):
         subwords, chars = shim.built_specs()
         windows, aligns = prepare_docs(docs, subwords, chars, model.attrs["window_settings"])
         # the shim's settings: those of the config loaded with (model.attrs are the saved ones)
         chunks = _chunks(windows, shim.settings.max_batch_chars, chars.padded_length)
     keep_maps = shim.store_attention and not is_train
-    keep_rows = model.attrs.get("keep_rows", "all")
-    if keep_rows not in KEEP_ROWS:
-        raise ValueError(f"keep_rows must be one of {', '.join(map(repr, KEEP_ROWS))}, got {keep_rows!r}")
+    keep_rows = get_keep_rows(model)
     if not is_train and not keep_maps and keep_rows != "all":
         return _predict_kept(model, shim, windows, aligns, chunks, need, keep_rows), _no_backprop
     rows: Dict[str, List[Any]] = {side: [None] * len(windows) for side in SIDES}

@@ -16,9 +16,19 @@ never serialised and cannot outlive ``nlp.initialize``. The one other case is sp
 ``debug model`` command, which runs a listening component alone on docs no upstream
 component has seen: while (and only while) its ``debug_model`` function is on the call
 stack, a listener asks its upstream component to compute them.
+
+States are read by token position, so a listener reads only the states of the doc as it is
+now, from its own upstream: the states record the tokens they were computed for and the
+model that computed them (``EntangleData.mismatch``). States of a doc retokenized since
+(``merge_entities`` between `entangle` and the listener), or made by another pipeline's
+component of the same name (``store_output = true``, docs passed between pipelines), are
+recomputed by the upstream component while it is in its pipeline (with a warning: the
+encoder runs again), and are otherwise a clear error naming the component that retokenized;
+never rows shifted onto other tokens.
 """
 
 import sys
+import warnings
 import weakref
 from collections import Counter
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, cast
@@ -28,6 +38,7 @@ from thinc.api import Model
 
 from ..data import EntangleData, kept_output
 from ..tokenization.alignment import DocAlignment
+from .contract import get_sides, set_sides
 
 
 class _InitDocs:
@@ -102,8 +113,23 @@ class OutputStore:
 
     def compute(self, docs: List[Doc]) -> Optional[List[EntangleData]]:
         """The component's prediction on ``docs`` (None when it is gone)."""
-        component = self._component() if self._component is not None else None
+        component = self.owner()
         return None if component is None else component.predict(docs)
+
+    def bind(self, component: Any) -> None:
+        """Belong to ``component`` when the store knows none (a copy or pickle is made empty)."""
+        if self.owner() is None:
+            self._component = weakref.ref(component)
+
+    def owner(self) -> Any:
+        """The `entangle` component this store belongs to (None: gone, or a copy's store)."""
+        return self._component() if self._component is not None else None
+
+    def refresh(self, doc: Doc, data: EntangleData) -> None:
+        """Put recomputed states in place of a doc's entry that listeners still wait for."""
+        entry = self._entries.get(doc)
+        if entry is not None:
+            self._entries[doc] = (data, entry[1])
 
     def __reduce__(self) -> Tuple[type, tuple]:
         return (OutputStore, ())
@@ -118,14 +144,16 @@ class EntangleListener(Model):
     def __init__(self, upstream_name: str, sides: Sequence[str]):
         Model.__init__(self, name=self.name, forward=listener_forward, init=listener_init, dims={"nO": None})
         self.upstream_name = upstream_name
-        self.attrs["sides"] = tuple(sides)
+        set_sides(self, sides)
         # the `entangle` component that feeds this listener and its outputs at
         # prediction (set by its add_listener)
         self.connected_to: Optional[str] = None
         self._store: Optional[OutputStore] = None
+        self._pipeline: Optional[Callable[[], Any]] = None
         # the docs the component's initialize infers shapes on: only they may read zeros
         self._init_docs = _InitDocs()
         self._noted_debug_model = False
+        self._noted_recompute = False
         self._batch_id: Optional[int] = None
         self._outputs: Optional[List[EntangleData]] = None
         self._backprop: Optional[Callable] = None
@@ -139,12 +167,19 @@ class EntangleListener(Model):
     def get_batch_id(cls, docs: List[Doc]) -> int:
         return sum(sum(token.orth for token in doc) for doc in docs)
 
-    def connect(self, component_name: Optional[str], store: Optional[OutputStore] = None) -> None:
+    def connect(
+        self,
+        component_name: Optional[str],
+        store: Optional[OutputStore] = None,
+        pipeline: Optional[Callable[[], Any]] = None,
+    ) -> None:
         """Called by the `entangle` component that (dis)connects this listener; a
         (re)connection also ends any shape inference (``nlp.initialize`` re-links
-        every listener when it is done)."""
+        every listener when it is done). ``pipeline``: a weak reference to the pipeline they
+        run in (its errors name the components around them)."""
         self.connected_to = component_name
         self._store = store
+        self._pipeline = pipeline
         self._init_docs.clear()
 
     def receive(self, batch_id: int, outputs: List[EntangleData], backprop: Callable) -> None:
@@ -195,13 +230,16 @@ def listener_forward(
             )
         return model._outputs, model.backprop_and_clear
     outputs: List[Optional[EntangleData]] = []
-    for doc in docs:
+    read: List[int] = []  # the outputs read from the upstream (not shape inference's zeros)
+    for i, doc in enumerate(docs):
         data = _read(model, doc)
         if data is None and doc in model._init_docs:
             data = _zeros(model, doc)
         elif data is not None:
             model._init_docs.clear()
+            read.append(i)
         outputs.append(data)
+    _replace_stale(model, docs, outputs, read)
     missing = [i for i, data in enumerate(outputs) if data is None]
     if missing:
         computed = _debug_model_outputs(model, [docs[i] for i in missing])
@@ -216,6 +254,74 @@ def listener_forward(
         for i, data in zip(missing, computed):
             outputs[i] = data
     return cast(List[EntangleData], outputs), no_backprop  # no None is left
+
+
+def _replace_stale(
+    model: EntangleListener, docs: List[Doc], outputs: List[Optional[EntangleData]], read: List[int]
+) -> None:
+    """Replace, in place, each output of ``read`` that is not its doc's states now
+    (``EntangleData.mismatch``) by the upstream component's states recomputed on those docs;
+    an error when the upstream cannot recompute them (gone, or removed from its pipeline)."""
+    store = model._store
+    owner = store.owner() if store is not None else None
+    made_by = owner.made_by if owner is not None else None
+    sides = get_sides(model)
+    stale = [(i, found) for i in read if (found := cast(EntangleData, outputs[i]).mismatch(docs[i], made_by, sides))]
+    if not stale:
+        return
+    nlp = model._pipeline() if model._pipeline is not None else None
+    reader, first = _reader(nlp, model), stale[0][1]
+    why = f"{first}{_retokenizers(nlp, model, owner, reader) if first.kind == 'tokens' else ''}"
+    source, who = f"`{model.source_name}`", f"`{reader}`" if reader else f"A listener of `{model.source_name}`"
+    fresh = owner.restate([docs[i] for i, _ in stale]) if owner is not None and owner.can_restate else None
+    if fresh is None:
+        raise ValueError(
+            f"{who} cannot read the states of {source} on this doc: {why}. It reads rows by token position, "
+            f"so these rows belong to other tokens, and the {source} component that would recompute them is "
+            "not in the pipeline. Run it on the doc again (after any retokenizer), or put the retokenizer "
+            "before it or after its listeners."
+        )
+    if not model._noted_recompute:
+        warnings.warn(
+            f"spacy-entangle: {why}: {source} recomputes its states for {who} on such docs (its encoder runs "
+            "again on them). Put a retokenizer before it or after its listeners, or run this pipeline's "
+            f"{source} on the doc, to avoid the cost.",
+            UserWarning,
+            stacklevel=2,
+        )
+        model._noted_recompute = True
+    for (i, _), data in zip(stale, fresh):
+        outputs[i] = data
+
+
+def _reader(nlp: Any, model: EntangleListener) -> Optional[str]:
+    """The name of the component whose model holds this listener (None: not known)."""
+    if nlp is None:
+        return None
+    for name, proc in nlp.components:
+        if isinstance(getattr(proc, "model", None), Model) and any(node is model for node in proc.model.walk()):
+            return name
+    return None
+
+
+def _retokenizers(nlp: Any, model: EntangleListener, owner: Any, reader: Optional[str]) -> str:
+    """A clause naming the components between the upstream ``owner`` (or the pipeline's start,
+    when it is gone) and the ``reader`` that declare that they retokenize (spaCy's
+    ``retokenizes``), or saying that none does ("" when the pipeline is not known)."""
+    if nlp is None:
+        return ""
+    names = [name for name, _ in nlp.components]
+    start = next((k for k, (_, proc) in enumerate(nlp.components) if owner is not None and proc is owner), -1)
+    between = names[start + 1 : names.index(reader) if reader in names else len(names)]
+    retokenizers = [name for name in between if nlp.get_pipe_meta(name).retokenizes]
+    source, target = f"`{model.source_name}`", f"`{reader}`" if reader else "this listener"
+    if retokenizers:
+        return f" (`{'`, `'.join(retokenizers)}` retokenizes docs between {source} and {target})"
+    ran = f": {', '.join(f'`{name}`' for name in between)} ran between them" if between else ""
+    return (
+        f" (no component between {source} and {target} declares that it retokenizes{ran}; "
+        "was `doc.retokenize()` called on the doc?)"
+    )
 
 
 def _debug_model_outputs(model: EntangleListener, docs: List[Doc]) -> Optional[List[EntangleData]]:

@@ -8,6 +8,7 @@ from thinc.api import Model, Ragged
 from thinc.types import Floats2d
 
 from ..data import POOL_BLOCK, POOLERS, EntangleData, Side, pool_token_rows, pooled_token_vectors, side_names
+from .contract import get_sides
 from .gradients import SideRows, rows_gradient
 
 # POOLERS and pooled_token_vectors live in data.py (EntangleData.token_vectors needs them there)
@@ -33,8 +34,9 @@ def entangle_pool(
 def pool_init(model: Model, X: Any = None, Y: Any = None) -> None:
     if X:
         for data in X:
-            width = data.side(model.attrs["sides"][0]).shape[1]
-            model.set_dim("nO", width * len(model.attrs["sides"]), force=True)
+            sides = get_sides(model)
+            width = data.side(sides[0]).shape[1]
+            model.set_dim("nO", width * len(sides), force=True)
             break
 
 
@@ -44,7 +46,7 @@ def pool_forward(
     ops = model.ops
     pooling = model.layers[0]
     grad_factor = model.attrs["grad_factor"]
-    sides = model.attrs["sides"]
+    sides = get_sides(model)
     bp_pools: Dict[str, Callable] = {}  # per side pooled (a side with no rows has none)
 
     def reduce(side: str, rows: Ragged) -> Floats2d:

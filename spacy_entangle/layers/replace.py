@@ -7,14 +7,14 @@ from typing import Any, Dict
 from thinc.api import Model
 from thinc.shims import Shim
 
-from ..data import SIDES
+from .contract import get_sides, set_sides
 
 
 def replace_listener(model: Model, listener: Model, component: Any) -> Model:
     """`nlp.replace_listeners`: the copied EntangleModel takes the listener's place
     (it emits the same List[EntangleData]), computes what that listener reads and
     has optimizer state of its own."""
-    model.attrs["sides"] = tuple(listener.attrs.get("sides", SIDES))
+    set_sides(model, get_sides(listener))
     for node in model.walk():
         for shim in node.shims:
             _new_shim_id(shim)

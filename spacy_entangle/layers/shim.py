@@ -1,10 +1,20 @@
 """A PyTorchShim that owns the entanglement model *and* what it needs to be
 rebuilt offline: both backbones' configs, the subword tokenizer's files and all
-weights (safetensors). ``spacy.load`` goes through ``from_bytes`` and never
-calls ``from_pretrained``, so it needs no network and runs no remote code."""
+weights (safetensors), and the ONNX graphs exported from those weights (onnx/, when an
+engine mode has predicted: ``spacy.load`` reads them instead of exporting again).
+``spacy.load`` goes through ``from_bytes`` and never calls ``from_pretrained``, so it
+needs no network and runs no remote code.
+
+It pickles and deep-copies in every inference mode, before and after the first prediction:
+the prediction copy (and its ONNX Runtime sessions) is left out and made again from the
+weights and the saved graphs, so ``nlp.pipe(n_process=...)`` under spawn, ``copy.deepcopy``
+and ``nlp.replace_listeners`` work and no worker exports again."""
 
 import hashlib
+import logging
+import os
 import tempfile
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, cast
@@ -19,12 +29,14 @@ from thinc.types import FloatsXd
 
 from ..backbone_dirs.sample_text import sample_lines
 from ..modeling import EntangleEncoder, encoder_from_config, load_encoder, load_tokenizer
+from ..modeling.engines.graphs import GraphStore, export_report
 from ..modeling.inference import (
     COPY_MODES,
     ENGINE_MODES,
     autocast,
     autocast_dtype,
     check_inference_mode,
+    engine_settings,
     inference_on_device,
     prediction_copy,
 )
@@ -57,6 +69,10 @@ NOT_INITIALIZED = (
     "The entangle model is not initialized: call nlp.initialize() (or load a "
     "trained pipeline with spacy.load) before using it."
 )
+# the library's own logger (not the root one): the one line an export of ONNX graphs logs
+logger = logging.getLogger("spacy_entangle")
+# one prediction copy made at a time (its engine's first call exports under the engine's own lock)
+_COPY_LOCK = threading.Lock()
 
 
 class EntangleShim(PyTorchShim):
@@ -76,16 +92,38 @@ class EntangleShim(PyTorchShim):
         self.last_attention: Optional[List[Any]] = None
         # the copy that int8 / onnx / onnx-int8 predict with, built on their first predict
         self._fast_model: Optional[torch.nn.Module] = None
+        # the engine modes' graphs for the weights as they are (saved with them, read on load)
+        self._graphs = GraphStore()
+        # the process that holds the model (a forked child is told apart: _own_process)
+        self._pid = os.getpid()
+
+    def __getstate__(self) -> Dict[str, Any]:
+        """Everything but the prediction copy, which holds ONNX Runtime sessions (they do not
+        pickle) and is made again from the weights and the graphs on the next prediction."""
+        state = self.__dict__.copy()
+        state["_fast_model"] = None
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._pid = os.getpid()
 
     def set_inference(self, mode: str) -> None:
         """How ``predict`` runs: fp32 (exact), int8 (quantized copy, CPU), bf16 (autocast),
-        onnx / onnx-int8 (ONNX Runtime copy, CPU; a missing onnxruntime fails here, at load)."""
+        onnx / onnx-int8 (ONNX Runtime copy, CPU; without onnxruntime fp32, with a warning),
+        auto (the device's fast default: modeling/inference.py)."""
         self.inference = check_inference_mode(mode)
-        if mode in ENGINE_MODES:
-            from ..modeling.engines.onnx import require_onnxruntime
-
-            require_onnxruntime(mode)
         self._settle_inference()
+
+    @property
+    def predict_mode(self) -> str:
+        """The mode ``predict`` runs in on the model's device (``inference`` resolved)."""
+        return self._predict_mode
+
+    def graph_names(self) -> List[str]:
+        """``MODE:PART/KEY`` of the ONNX graphs held for the weights as they are (saved by
+        ``to_files``)."""
+        return self._graphs.names()
 
     def _settle_inference(self) -> None:
         """Decide how ``predict`` runs on the model's device, when the model is built or
@@ -101,6 +139,11 @@ class EntangleShim(PyTorchShim):
         the weights as they are then. Whatever changes the weights, their device or the mode
         calls this."""
         self._fast_model = None
+
+    def _weights_changed(self, reason: str = "the weights changed since the last export") -> None:
+        """The prediction copy and the graphs are of weights the model no longer has."""
+        self._drop_fast_model()
+        self._graphs = GraphStore(reason)
 
     @property
     def settings(self) -> EntangleSettings:
@@ -156,6 +199,7 @@ class EntangleShim(PyTorchShim):
             checkpointing=settings.gradient_checkpointing,
         )
         self._model = model.to(get_torch_default_device())
+        self._graphs = GraphStore()
         self._reset_grad_scaler()
         self._settle_inference()
 
@@ -177,23 +221,62 @@ class EntangleShim(PyTorchShim):
         PyTorchShim, the model goes back to the mode it was in: a training batch's deferred
         backward (with checkpointing it reruns the forward) may still follow, e.g. with
         ``entangle`` in annotating_components."""
+        self._own_process()
         mode = self._predict_mode
         if mode in ENGINE_MODES and self.store_attention:
             mode = "fp32"  # the graphs return states only: the maps come from the exact model
         model = self._model
         if mode in COPY_MODES:
-            if self._fast_model is None:
-                calibration = self._calibration() if mode == "onnx-int8" else None
-                self._fast_model = prediction_copy(self._model, mode, calibration)
-            model = self._fast_model
+            model = self._prediction_copy(mode)
         device_type = next(self._model.parameters()).device.type
         dtype = autocast_dtype(device_type, training=False, mixed_precision=self._mixed_precision, mode=mode)
-        with _eval_mode(model), torch.inference_mode(), autocast(device_type, dtype):
+        held = self._graphs.modes.get(mode)
+        saved = bool(held and held.graphs)  # graphs of this mode before the call
+        with _eval_mode(model), torch.inference_mode(), autocast(device_type, dtype), export_report() as report:
             if mode not in ENGINE_MODES:  # an engine copy keeps no attention maps
                 model.keep_attention(self.store_attention)
             output = model(*inputs.args, **inputs.kwargs)
+        if report.exported:
+            reason = report.reason or (
+                "the saved ones are for other inputs (e.g. every row, not the listeners' rows)"
+                if saved
+                else self._graphs.reason
+            )
+            logger.warning(
+                "spacy-entangle: exported %d ONNX graph(s) for inference = %r in %.1f s (%s); saving the "
+                "pipeline (nlp.to_disk) keeps them, so spacy.load and worker processes do not export again",
+                len(report.exported),
+                mode,
+                report.seconds,
+                reason,
+            )
         self.last_attention = model.attention_maps(clear=True) if self.store_attention else None
         return output
+
+    def _prediction_copy(self, mode: str) -> torch.nn.Module:
+        """The copy ``mode`` predicts with, made on first use (once, whichever thread asks
+        first), an engine mode's from the graphs held for these weights."""
+        fast = self._fast_model
+        if fast is None:
+            with _COPY_LOCK:
+                fast = self._fast_model
+                if fast is None:
+                    calibration = self._calibration() if mode == "onnx-int8" else None
+                    graphs = self._graphs.for_mode(mode, engine_settings(mode)) if mode in ENGINE_MODES else None
+                    fast = self._fast_model = prediction_copy(self._model, mode, calibration, graphs)
+        return fast
+
+    def _own_process(self) -> None:
+        """In a process forked from the one that holds the model (``nlp.pipe(n_process=...)``'s
+        workers under fork), one torch thread: torch's thread pool does not survive a fork,
+        and the child's first parallel op would wait on threads that are not there (torch's
+        DataLoader workers do the same). A spawned worker starts its own torch: left alone. The
+        ONNX Runtime sessions make themselves again in the child (engines/onnx.py, _Graph)."""
+        pid = os.getpid()
+        if pid != self._pid:
+            self._pid = pid
+            if torch.get_num_threads() > 1:
+                torch.set_num_threads(1)
 
     def _calibration(self) -> Tuple[torch.Tensor, torch.Tensor]:
         """Subword ids and mask of the fixed sample text (English, tweets, other scripts),
@@ -231,7 +314,7 @@ class EntangleShim(PyTorchShim):
         scale = float(self.settings.backbone_lr_scale)
         grads: List[torch.Tensor] = [p.grad for p in self._model.parameters() if p.grad is not None]
         self._grad_scaler.unscale(grads)
-        self._drop_fast_model()  # the weights change
+        self._weights_changed()
         for name, param in self._model.named_parameters():
             if param.grad is None:
                 continue
@@ -267,6 +350,8 @@ class EntangleShim(PyTorchShim):
         files[CHECKSUM] = hashlib.sha256(files["model.safetensors"]).hexdigest().encode("ascii")
         files[VERSIONS] = srsly.json_dumps(saved_versions()).encode("utf8")
         # the other files' too: a load that fails on intact files is a library mismatch, not damage
+        # the engine modes' graphs of these weights (after a prediction, or prepared for a package)
+        files.update(self._graphs.to_files(files[CHECKSUM].decode("ascii")))
         files[FILE_CHECKSUMS] = srsly.json_dumps(_sha256s(files)).encode("utf8")
         return files
 
@@ -280,7 +365,8 @@ class EntangleShim(PyTorchShim):
         if missing or not any(name.startswith("tokenizer/") for name in files):
             raise ValueError(f"the saved model lacks {', '.join(missing) or 'the tokenizer files'}")
         weights = files["model.safetensors"]
-        if CHECKSUM in files and hashlib.sha256(weights).hexdigest() != files[CHECKSUM].decode("ascii"):
+        weights_sha256 = hashlib.sha256(weights).hexdigest()
+        if CHECKSUM in files and weights_sha256 != files[CHECKSUM].decode("ascii"):
             raise ValueError("model.safetensors does not match its stored sha256: the weights are damaged")
         verified = _check_sha256s(files)
         saved = _json_file(files, VERSIONS) if VERSIONS in files else {}
@@ -318,6 +404,7 @@ class EntangleShim(PyTorchShim):
             if CHECKSUM not in files:  # saved before the checksum: damage cannot be ruled out
                 raise ValueError(f"model.safetensors cannot be loaded: {type(err).__name__}: {err}") from err
             raise mismatch("model.safetensors (into the encoders built from the saved configs)", err) from err
+        self._graphs = GraphStore.from_files(files, weights_sha256)
 
     def to_bytes(self) -> bytes:
         return srsly.msgpack_dumps({"config": self.cfg, "files": self.to_files()})
@@ -341,15 +428,19 @@ class EntangleShim(PyTorchShim):
 
     @contextmanager
     def use_params(self, params: Dict[str, Any]) -> Iterator[None]:
-        if self._model is None:
-            yield
+        if self._model is None or not any(str(key).startswith(f"pytorch_{self.id}_") for key in params):
+            yield  # PyTorchShim.use_params swaps no weight of this model: its copy and graphs stay
             return
-        self._drop_fast_model()  # built from the parameters in use, never kept across
+        # built from the parameters in use, never kept across; the graphs of the weights
+        # outside stay valid for them
+        outside = self._graphs
+        self._weights_changed("the weights in use (use_params) are others than the graphs were exported from")
         try:
             with super().use_params(params):
                 yield
         finally:
             self._drop_fast_model()
+            self._graphs = outside
 
 
 @contextmanager

@@ -5,13 +5,17 @@ and never runs remote code).
 transformers is imported inside the functions: importing it costs ~3.5 s (its auto classes
 pull in torch's compiler stack and scikit-learn), and spaCy imports this package to find its
 factories, so `spacy train`, `spacy.load` and every CLI call would pay it before any work.
-A name that can only be a local path, or any name the cache lacks while offline, fails before
-that import (``check_findable``)."""
+A name that can only be a local path, or any name the cache lacks while offline or while the
+hub does not answer one short request, fails before that import (``check_findable``), naming
+the local model folders nearest the name: a mistyped path must not wait on the hub's retries."""
 
+import difflib
 import os
 import re
+import threading
+import time
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import canine
 from .sizes import check_positive
@@ -25,6 +29,13 @@ class BackboneError(ValueError):
 # huggingface_hub validates it; anything else can only be a local path
 _HUB_ID = re.compile(r"^(?:[A-Za-z0-9][\w.-]*/)?[A-Za-z0-9][\w.-]*$")
 _TRUE = {"1", "ON", "YES", "TRUE"}  # huggingface_hub's ENV_VARS_TRUE_VALUES
+HUB_PROBE_SECONDS = 3.0  # how long the one connectivity probe waits for the hub's answer
+HUB_PROBE_TTL = 60.0  # seconds a probe's answer is reused (three loads per pipeline: one probe)
+# the folders the search for local model folders never enters (environments, caches, VCS)
+_SKIPPED_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "env"}
+_SEARCH_DEPTH = 3  # folders below the working directory searched for model folders
+_SEARCH_MAX_DIRS = 5000  # and at most this many folders visited (a huge working directory stays fast)
+_probes: Dict[str, Tuple[float, bool]] = {}
 
 
 def _explain(name: str, role: str, err: Exception) -> BackboneError:
@@ -51,7 +62,8 @@ def _explain(name: str, role: str, err: Exception) -> BackboneError:
         why = (
             f"'{name}' is not a local directory and could not be fetched from the Hugging Face hub "
             + ("(offline mode is set)" if hub_offline() else "(hub unreachable, or no such model)")
-            + "; give a local directory (e.g. one made by `python -m spacy_entangle init-backbone`)"
+            + f"{_nearest_model_dirs(name)}; give a local directory (e.g. one made by "
+            "`python -m spacy_entangle init-backbone`)"
         )
     return BackboneError(f"Cannot load the {role} backbone {name!r}: {why}. ({type(err).__name__}: {err})")
 
@@ -90,6 +102,76 @@ def _nearest_listing(name: str) -> str:
     return ""
 
 
+def local_model_dirs(root: Path = Path(".")) -> List[str]:
+    """Folders holding a config.json under ``root`` (itself and up to ``_SEARCH_DEPTH`` levels
+    down, hidden folders and environments skipped, at most ``_SEARCH_MAX_DIRS`` visited), as
+    paths relative to it."""
+    found: List[str] = []
+    visited = 0
+    for folder, subdirs, files in os.walk(root):
+        visited += 1
+        rel = os.path.relpath(folder, root)
+        depth = 0 if rel == "." else rel.count(os.sep) + 1
+        if "config.json" in files and rel != ".":
+            found.append(rel)
+        if depth >= _SEARCH_DEPTH or visited >= _SEARCH_MAX_DIRS:
+            subdirs[:] = []
+        else:
+            subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d not in _SKIPPED_DIRS)
+    return found
+
+
+def _nearest_model_dirs(name: str, limit: int = 5) -> str:
+    """A clause naming the local model folders nearest ``name`` (by spelling, whole path or
+    last part), or saying that none was found below the working directory."""
+    here = os.path.abspath(".")
+    folders = local_model_dirs()
+    if not folders:
+        return f"; no model folder (with a config.json) lies below {here} ({_SEARCH_DEPTH} levels searched)"
+
+    def closeness(folder: str) -> float:
+        whole = difflib.SequenceMatcher(None, name.lower(), folder.lower()).ratio()
+        last = difflib.SequenceMatcher(None, Path(name).name.lower(), Path(folder).name.lower()).ratio()
+        return max(whole, last)
+
+    nearest = sorted(folders, key=lambda folder: (-closeness(folder), folder))[:limit]
+    return f"; the local model folders nearest that name (below {here}): {', '.join(nearest)}"
+
+
+def hub_endpoint() -> str:
+    """The hub's address as huggingface_hub reads it (HF_ENDPOINT, else huggingface.co)."""
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def hub_reachable(timeout: float = HUB_PROBE_SECONDS) -> bool:
+    """Whether the hub answers one HEAD request within ``timeout`` seconds (any HTTP answer
+    counts; proxies as requests reads them). The answer is kept for HUB_PROBE_TTL seconds per
+    endpoint. Name resolution cannot be timed out in Python, so the request runs in a daemon
+    thread that is left behind when it does not answer in time."""
+    endpoint = hub_endpoint()
+    now = time.monotonic()
+    known = _probes.get(endpoint)
+    if known is not None and now - known[0] < HUB_PROBE_TTL:
+        return known[1]
+    answered: List[bool] = []
+
+    def probe() -> None:
+        try:
+            import requests
+
+            requests.head(endpoint, timeout=timeout, allow_redirects=False)
+            answered.append(True)
+        except Exception:  # noqa: BLE001 - no answer, whatever the reason
+            answered.append(False)
+
+    thread = threading.Thread(target=probe, name="spacy-entangle-hub-probe", daemon=True)
+    thread.start()
+    thread.join(timeout + 0.5)
+    reachable = bool(answered and answered[0])
+    _probes[endpoint] = (now, reachable)
+    return reachable
+
+
 def _in_hub_cache(name: str) -> bool:
     """Whether the local Hugging Face cache holds ``name`` (offline loads read it from there)."""
     try:
@@ -101,29 +183,45 @@ def _in_hub_cache(name: str) -> bool:
         return False
 
 
-def check_findable(name: str, role: str) -> None:
+def check_findable(name: str, role: str) -> Dict[str, Any]:
     """Fail at once, before transformers is asked, when ``name`` is not a local directory and
     the hub cannot help: a name that can only be a path (a typo in a config's backbone path
-    used to cost five retries of the hub, ~30 s and a long log, before the same error), or
-    any name that the cache lacks when offline mode is set."""
+    used to cost five retries of the hub, ~30 s and a long log, before the same error), any
+    name that the cache lacks when offline mode is set, or when the hub does not answer one
+    short probe (``hub_reachable``: a path typed where its first folder does not exist looks
+    like a hub id, and waited 110 s on the hub's retries). Returns what ``from_pretrained``
+    then needs: ``local_files_only`` for a cached name while the hub does not answer."""
     if Path(name).exists():
-        return  # a local directory (or file): from_pretrained says what is wrong with it
+        return {}  # a local directory (or file): from_pretrained says what is wrong with it
     reason = _only_a_path(name)
     if reason is not None:
         why = (
-            f"no such local directory ({reason}, so the Hugging Face hub was not asked){_nearest_listing(name)}; "
-            "check the path, relative to the directory you run in"
+            f"no such local directory ({reason}, so the Hugging Face hub was not asked){_nearest_listing(name)}"
+            f"{_nearest_model_dirs(name)}; check the path, relative to the directory you run in"
         )
         err = f"FileNotFoundError: {os.path.abspath(name)}"
-    elif hub_offline() and not _in_hub_cache(name):
+    elif hub_offline():
+        if _in_hub_cache(name):
+            return {}
         why = (
             f"'{name}' is not a local directory, offline mode is set (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE) "
-            "and the Hugging Face cache does not hold it; give a local directory (e.g. one made by "
-            "`python -m spacy_entangle init-backbone`)"
+            f"and the Hugging Face cache does not hold it{_nearest_model_dirs(name)}; give a local directory "
+            "(e.g. one made by `python -m spacy_entangle init-backbone`)"
         )
         err = "OSError: not in the Hugging Face cache"
+    elif hub_reachable():
+        return {}
+    elif _in_hub_cache(name):
+        return {"local_files_only": True}  # what the cache holds, without the hub's retries
     else:
-        return
+        why = (
+            f"'{name}' is not a local directory, the Hugging Face hub ({hub_endpoint()}) did not answer "
+            f"(one request, {HUB_PROBE_SECONDS:g} s at most) and its cache does not hold it{_nearest_listing(name)}"
+            f"{_nearest_model_dirs(name)}; give a local directory (relative to the directory you run in; "
+            "e.g. one made by `python -m spacy_entangle init-backbone`), or set HF_HUB_OFFLINE=1 to read "
+            "the cache alone"
+        )
+        err = "OSError: the hub is unreachable"
     raise BackboneError(f"Cannot load the {role} backbone {name!r}: {why}. ({err})")
 
 
@@ -135,23 +233,23 @@ def register_model_types() -> None:
 
 def load_encoder(name: str, role: str) -> Any:
     """An encoder (AutoModel) from a hub name or a local directory."""
-    check_findable(str(name), role)  # before the import: a typo fails at once
+    hub = check_findable(str(name), role)  # before the import: a typo fails at once
     from transformers import AutoModel
 
     register_model_types()
     try:
-        return AutoModel.from_pretrained(str(name), trust_remote_code=False)
+        return AutoModel.from_pretrained(str(name), trust_remote_code=False, **hub)
     except Exception as err:  # noqa: BLE001 - re-raised with the backbone named
         raise _explain(str(name), role, err) from None  # its message names err
 
 
 def load_tokenizer(name: str) -> Any:
     """The fast tokenizer stored with the subword backbone."""
-    check_findable(str(name), "tokenizer")
+    hub = check_findable(str(name), "tokenizer")
     from transformers import AutoTokenizer
 
     try:
-        return AutoTokenizer.from_pretrained(str(name), use_fast=True, trust_remote_code=False)
+        return AutoTokenizer.from_pretrained(str(name), use_fast=True, trust_remote_code=False, **hub)
     except Exception as err:  # noqa: BLE001 - re-raised with the backbone named
         raise _explain(str(name), "tokenizer", err) from None
 

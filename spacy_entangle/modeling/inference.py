@@ -17,10 +17,11 @@
   repeated sample sentences it did pay on both CPUs: the texts decide, for reasons not yet
   established). On a CPU it warns so and still runs in bf16; on a GPU it stays an option
   for larger encoders (the paper's), unmeasured here.
-- ``onnx``: ONNX Runtime runs the encoders (graphs exported from the loaded weights on the
-  first prediction, kept in memory; CPU only, elsewhere fp32 with a warning; needs
-  ``pip install 'spacy-entangle[onnx]'``): the same model in fp32, outputs within float
-  rounding of ``fp32`` (engines/onnx.py).
+- ``onnx``: ONNX Runtime runs the encoders (graphs exported from the weights once, on the
+  first prediction, and saved with the pipeline by ``to_disk``, so ``spacy.load`` reads them;
+  CPU only, elsewhere fp32 with a warning; needs ``pip install 'spacy-entangle[onnx]'``,
+  without it fp32 with a warning): the same model in fp32, outputs within float rounding of
+  ``fp32`` (engines/onnx.py, engines/graphs.py).
 - ``onnx-int8``: ONNX Runtime's dynamic int8 (per-channel weights) for the encoders and
   the co-attention (a grown encoder's word segmentation and front end stay in PyTorch, the
   front end's Linear layers in torch's dynamic int8): the fast mode.
@@ -28,13 +29,17 @@
   ONNX_INT8_FLOAT_PREFIXES, and the graph nodes ONNX_INT8_FLOAT_NODES matches), the subword
   encoder's activations smoothed first (ONNX_INT8_SMOOTHING, modeling/smoothing.py).
 - ``fp32``: the exact model (default), also when the model trains in mixed precision.
+- ``auto``: the fast default of a shipped pipeline: on a CPU the fastest mode
+  (``AUTO_CPU_MODE``) where onnxruntime is installed, else fp32 with one warning; on a GPU
+  the model itself (fp32), without a warning.
 """
 
 import copy
+import importlib
 import itertools
 import warnings
 from contextlib import nullcontext
-from typing import ContextManager, Literal, Optional, Tuple, get_args
+from typing import Any, ContextManager, Dict, Literal, Optional, Tuple, get_args
 
 import torch
 from torch import nn
@@ -42,9 +47,17 @@ from torch import nn
 from .char_designs import design_of
 from .quantization import quantize_linears
 
-# how prediction runs: the one list (the component's config type, the benchmarks' modes)
+# how prediction runs: the one list (the benchmarks' modes)
 InferenceMode = Literal["fp32", "int8", "bf16", "onnx", "onnx-int8"]
 INFERENCE_MODES: Tuple[str, ...] = get_args(InferenceMode)
+# what the component's `inference` setting takes: a mode, or "auto" (the mode picked per device)
+InferenceSetting = Literal["auto", "fp32", "int8", "bf16", "onnx", "onnx-int8"]
+INFERENCE_SETTINGS: Tuple[str, ...] = get_args(InferenceSetting)
+# what "auto" predicts with on a CPU where onnxruntime is installed: the fastest mode whose F1
+# cost was measured within noise of fp32 (docs/inference.md, docs/results/speed.md)
+AUTO_CPU_MODE = "onnx-int8"
+ENGINE_PACKAGE = "onnxruntime"  # what the engine modes need to run (saved graphs: nothing more)
+ENGINE_INSTALL = "pip install 'spacy-entangle[onnx]'"
 CPU_ONLY = ("int8", "onnx", "onnx-int8")  # modes with CPU kernels only
 COPY_MODES = CPU_ONLY  # modes that predict with a copy of the model (built on first use)
 ENGINE_MODES = ("onnx", "onnx-int8")  # modes whose copy runs outside PyTorch: no attention maps
@@ -53,7 +66,7 @@ ONNX_INT8_FLOAT_PREFIXES: Tuple[str, ...] = ()  # modules onnx-int8 leaves in fl
 # regexes of part-qualified graph nodes onnx-int8 leaves in float (engines.onnx.onnx_model; the
 # what-ifs of benchmarks/int8_accuracy.py and speed_compare.py set them, e.g. the feed-forward
 # output products of the subword encoder's first three layers, the default until smoothing
-# replaced them at 2-5% more speed: README, "Smoothing instead of float products")
+# replaced them at 2-5% more speed: docs/results/speed.md, "Smoothing instead of float products")
 ONNX_INT8_FLOAT_NODES: Tuple[str, ...] = ()
 # onnx-int8 smooths the subword encoder's activations before quantizing (modeling/smoothing.py)
 # with this alpha, calibrated on the fixed sample text; None: not smoothed (a what-if)
@@ -61,17 +74,44 @@ ONNX_INT8_SMOOTHING: Optional[float] = 0.5
 
 
 def check_inference_mode(mode: str) -> str:
-    if mode not in INFERENCE_MODES:
-        raise ValueError(f"inference must be one of {', '.join(INFERENCE_MODES)}; got {mode!r}")
+    """``mode`` when it is an inference setting (a mode or "auto"), else a clear error."""
+    if mode not in INFERENCE_SETTINGS:
+        raise ValueError(f"inference must be one of {', '.join(INFERENCE_SETTINGS)}; got {mode!r}")
     return mode
+
+
+def engine_available() -> bool:
+    """Whether the ONNX Runtime engine can run here (onnxruntime imports)."""
+    try:
+        importlib.import_module(ENGINE_PACKAGE)
+    except ImportError:
+        return False
+    return True
 
 
 def inference_on_device(mode: str, device_type: str) -> str:
     """The mode prediction runs in on ``device_type``. Dynamic int8 quantization and the
     ONNX Runtime engine run on the CPU only: elsewhere the model predicts in fp32 and a
     warning says so, so that a pipeline saved with int8 for the CPU still loads, trains and
-    predicts on a GPU. bf16 on a CPU warns that it was measured slower than fp32 there."""
+    predicts on a GPU. Without onnxruntime the engine modes predict in fp32 with a warning
+    naming the override, so a pipeline saved in one loads anywhere. "auto": AUTO_CPU_MODE on
+    a CPU (fp32 with a warning without onnxruntime), fp32 elsewhere (the model on its device).
+    bf16 on a CPU warns that it was measured slower than fp32 there."""
     check_inference_mode(mode)
+    if mode == "auto":
+        if device_type != "cpu":
+            return "fp32"
+        mode = AUTO_CPU_MODE
+        if mode in ENGINE_MODES and not engine_available():
+            warnings.warn(
+                f"inference = 'auto' predicts in {mode} on the CPU with ONNX Runtime, which is not installed: "
+                f"the entangle component predicts in fp32 ({ENGINE_INSTALL} for the fast mode; set "
+                "inference = 'fp32' to silence this warning).",
+                UserWarning,
+                stacklevel=3,
+            )
+            return "fp32"
+        return mode
     if mode == "bf16" and device_type == "cpu":
         warnings.warn(
             "inference = 'bf16' on the CPU was measured slower than fp32 on tweets, with AMX and "
@@ -88,7 +128,28 @@ def inference_on_device(mode: str, device_type: str) -> str:
             stacklevel=3,
         )
         return "fp32"
+    if mode in ENGINE_MODES and not engine_available():
+        warnings.warn(
+            f"inference = {mode!r} needs ONNX Runtime, which is not installed: the entangle component "
+            f"predicts in fp32 ({ENGINE_INSTALL} for the ONNX engine; set inference = 'fp32' to silence "
+            "this warning).",
+            UserWarning,
+            stacklevel=3,
+        )
+        return "fp32"
     return mode
+
+
+def engine_settings(mode: str) -> Dict[str, Any]:
+    """The settings an engine mode's graphs are made with besides the weights: saved graphs
+    made with other ones are not used (engines/graphs.py)."""
+    if mode == "onnx-int8":
+        return {
+            "smoothing": ONNX_INT8_SMOOTHING,
+            "float_prefixes": list(ONNX_INT8_FLOAT_PREFIXES),
+            "float_nodes": list(ONNX_INT8_FLOAT_NODES),
+        }
+    return {}
 
 
 def autocast_dtype(
@@ -146,11 +207,16 @@ def quantize_int8(model: nn.Module) -> nn.Module:
 
 
 def prediction_copy(
-    model: nn.Module, mode: str, calibration: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
+    model: nn.Module,
+    mode: str,
+    calibration: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+    graphs: Optional[Any] = None,
 ) -> nn.Module:
     """The copy of ``model`` that predicts in a COPY_MODES mode (tensors shared).
     ``calibration``: subword ids and mask of a fixed text, which onnx-int8 smooths on
-    (ONNX_INT8_SMOOTHING); without it, or with smoothing off, it does not smooth."""
+    (ONNX_INT8_SMOOTHING); without it, or with smoothing off, it does not smooth.
+    ``graphs``: an engine mode's saved graphs (engines.graphs.ModeGraphs), used instead of
+    exporting and added to."""
     if mode == "int8":
         return quantize_int8(model)
     if mode in ENGINE_MODES:
@@ -166,5 +232,6 @@ def prediction_copy(
             keep_float=ONNX_INT8_FLOAT_PREFIXES,
             keep_float_nodes=ONNX_INT8_FLOAT_NODES,
             calibration=smoothing,
+            graphs=graphs,
         )
     raise ValueError(f"inference = {mode!r} predicts with the model itself, not a copy")

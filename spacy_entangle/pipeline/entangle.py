@@ -5,7 +5,7 @@ every downstream listener (ner, tagger, textcat, ...), like spacy-transformers'
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union, cast
 
 import srsly
 from spacy import util
@@ -28,9 +28,10 @@ from ..data import (
     pooled_token_vectors,
     side_names,
 )
+from ..layers.contract import get_rows, get_sides, set_keep_rows, set_sides
 from ..layers.entangle_model import entangle_shim
 from ..layers.listener import EntangleListener, OutputStore, no_backprop
-from ..modeling.inference import InferenceMode, check_inference_mode
+from ..modeling.inference import InferenceSetting, check_inference_mode
 from ..noise.consistency import NoiseConsistency
 from .attention import label_attention
 from .deferred import DeferredBackward
@@ -107,7 +108,7 @@ def make_entangle(
     model: Model,
     frozen: bool,
     store_output: bool,
-    inference: InferenceMode,
+    inference: InferenceSetting,
     store_attention: bool,
     doc_tensor: Optional[Side] = None,
     doc_tensor_pooling: Pooling = "mean",
@@ -121,9 +122,19 @@ def make_entangle(
     `entangle` components, ``doc._.entangle`` holds the last one's and
     ``doc._.entangle_others`` the others' by name; it then computes every side its
     listeners read, enabled or not. Off by default: the listeners read the states
-    without it, and bulk output never carries them. inference:
-    how prediction runs, "fp32" (exact), "int8" (dynamic int8 quantization of the
-    Linear layers, CPU) or "bf16" (bfloat16 autocast); training is always exact.
+    without it, and bulk output never carries them.
+    inference: how prediction runs (training is always exact), one of
+      "fp32": the exact model (the default);
+      "auto": the device's fast default, for shipped pipelines: on a CPU "onnx-int8"
+        where onnxruntime is installed (else fp32, with one warning), on a GPU the model
+        itself;
+      "int8": dynamic int8 quantization of the Linear layers (CPU);
+      "bf16": bfloat16 autocast;
+      "onnx": ONNX Runtime, the same model in fp32 (CPU);
+      "onnx-int8": ONNX Runtime's dynamic int8 of the encoders and co-attention (CPU).
+    The onnx modes' graphs are exported once and saved with the pipeline (``to_disk``;
+    ``prepare_inference`` exports them before the first doc); without onnxruntime they
+    predict in fp32 with a warning that names the override (inference = "fp32").
     store_attention = true: ``doc._.entangle_attention`` keeps each co-attention module's
     cross-attention maps (``python -m spacy_entangle explain`` draws them); off by default.
     doc_tensor = "subword" | "char" | "both": fill ``doc.tensor`` with one vector per token
@@ -209,11 +220,11 @@ class Entangle(ListenerLinks, TrainablePipe):
         """Compute only what is read: a side no listener reads skips its last module."""
         if listeners is None:
             listeners = self.listeners
-        wanted = {s for listener in listeners for s in listener.attrs["sides"]}
+        wanted = {s for listener in listeners for s in get_sides(listener)}
         if self.doc_tensor is not None:
             wanted.update(side_names(self.doc_tensor))
-        self.model.attrs["sides"] = tuple(s for s in SIDES if s in wanted) or SIDES
-        self.model.attrs["keep_rows"] = self._kept_rows(listeners)
+        set_sides(self.model, tuple(s for s in SIDES if s in wanted) or SIDES)
+        set_keep_rows(self.model, self._kept_rows(listeners))
 
     def _kept_rows(self, listeners: List[EntangleListener]) -> str:
         """The rows a prediction keeps (layers/entangle_model.py): only what the listeners
@@ -221,7 +232,7 @@ class Entangle(ListenerLinks, TrainablePipe):
         other than its tokens' (a first state, every character)."""
         if self.cfg.get("store_output") or self.store_attention or not listeners:
             return "all"
-        reads = {listener.attrs.get("rows", "all") for listener in listeners}
+        reads: Set[str] = {get_rows(listener) for listener in listeners}
         if self.doc_tensor is not None:
             reads.add("first" if self.doc_tensor_pooling == "first" else "tokens")
         return next(keep for keep in ("all", "tokens", "first") if keep in reads or keep == "first")
@@ -263,7 +274,7 @@ class Entangle(ListenerLinks, TrainablePipe):
         store = bool(self.cfg.get("store_output"))
         times = Counter(id(doc) for doc in docs)  # the same Doc twice in a batch is read twice
         for doc, data in zip(docs, outputs):
-            data.source = self.name
+            self.stamp(data)  # its name and model: listeners read only their own doc's states
             self._outputs.put(doc, data, readers, times[id(doc)])
             if store:
                 keep_output(doc, data)
@@ -280,6 +291,19 @@ class Entangle(ListenerLinks, TrainablePipe):
     def release(self, docs: Iterable[Doc]) -> None:
         """Drop the outputs of ``docs`` that its listeners have not read (yet)."""
         self._outputs.drop(docs)
+
+    def prepare_inference(self, texts: Optional[Sequence[str]] = None) -> List[str]:
+        """Make what the `inference` setting predicts with now, not on a user's first doc:
+        the prediction copy and, in the onnx modes, the ONNX graphs (exported once; ``to_disk``
+        saves them with the pipeline, so ``spacy.load`` reads them: the project's `package`
+        step does this). ``texts`` (default: the package's fixed sample text) are predicted as
+        the pipeline predicts, so the graphs made are those its listeners' reads need. Returns
+        the graphs held, as MODE:PART/KEY."""
+        from ..backbone_dirs.sample_text import sample_lines
+
+        lines = list(texts) if texts is not None else sample_lines()
+        self.predict([Doc(self.vocab, words=line.split() or ["."]) for line in lines])
+        return entangle_shim(self.model).graph_names()
 
     # -- training ------------------------------------------------------------------------
     def update(
@@ -307,6 +331,7 @@ class Entangle(ListenerLinks, TrainablePipe):
                 listener.receive(batch_id, outputs, no_backprop)
             return losses
         self._run_backward(late=True)
+        self.renew_states_id()  # the weights change: states computed before are another model's
         listeners = self.active_listeners()
         self._update_sides(listeners)
         set_dropout_rate(self.model, drop)
@@ -344,7 +369,7 @@ class Entangle(ListenerLinks, TrainablePipe):
         losses.setdefault(key, 0.0)
         both, bp_both = self.model.begin_update(docs + copies)
         outputs = both[: len(docs)]
-        loss, d_copies = rule.loss([outputs[i] for i in picked], both[len(docs) :], self.model.attrs["sides"])
+        loss, d_copies = rule.loss([outputs[i] for i in picked], both[len(docs) :], get_sides(self.model))
         losses[key] += loss
 
         def backprop(grads: List[EntangleData]) -> Any:
@@ -395,6 +420,7 @@ class Entangle(ListenerLinks, TrainablePipe):
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None) -> None:
         """Load both backbones (by name or local path), check and size the listeners."""
         self.model.initialize()
+        self.renew_states_id()
         if nlp is not None:
             self.link_listeners(nlp)
         width = self.model.get_dim("nO")
@@ -425,6 +451,8 @@ class Entangle(ListenerLinks, TrainablePipe):
         was built from win (spacy.load's config overrides; a pipeline saved with
         store_output = true has it in its config.cfg too)."""
         self.cfg.update({key: value for key, value in saved.items() if key not in RUNTIME_CFG})
+        if "states_id" not in saved:  # saved before weights had an id: these weights get a new one
+            self.renew_states_id()
 
     def _load_model(self, data: bytes, where: str) -> None:
         """model.from_bytes, with any failure naming this component and its file. Intact

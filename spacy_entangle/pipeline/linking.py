@@ -6,12 +6,16 @@ then, through ``find_listeners`` / ``add_listener`` / ``remove_listener`` /
 of them run. :class:`ListenerLinks` keeps those links and answers, at each batch, which
 listeners read the output now (and how many readers each doc's output waits for)."""
 
+import hashlib
+import uuid
 import weakref
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from spacy.language import Language
+from spacy.tokens import Doc
 from thinc.api import Model
 
+from ..data import EntangleData, keep_output
 from ..layers.listener import EntangleListener, OutputStore
 
 
@@ -68,23 +72,71 @@ def _check_upstream(nlp: Language, before: List[str], name: str, upstream: str) 
 
 class ListenerLinks:
     """The listener side of the `entangle` component (a base class: spaCy calls these
-    methods on the component). The component provides ``name``, ``model``, its
-    :class:`OutputStore` ``_outputs`` and ``_update_sides`` (which sides to compute)."""
+    methods on the component). The component provides ``name``, ``model``, ``cfg``, its
+    :class:`OutputStore` ``_outputs``, ``_update_sides`` (which sides to compute) and
+    ``predict``.
+
+    What the listeners read is tied to the model that computed it: ``cfg["states_id"]``
+    names the component's weights (new when they are built or updated, saved with them, so a
+    pipeline loaded twice, or a DocBin read back beside it, agrees with itself), and
+    ``made_by`` adds the window settings; ``stamp`` writes it on each output."""
 
     name: str
     model: Model
+    cfg: Dict[str, Any]
     _outputs: OutputStore
     _listener_map: Dict[str, List[EntangleListener]]
     _disabled_at_link: frozenset
     _pipeline: _PipelineRef
 
     def _init_links(self) -> None:
-        """No pipeline and no listener yet (the factory attaches, spaCy links)."""
+        """No pipeline and no listener yet (the factory attaches, spaCy links); new weights."""
         self._pipeline = _PipelineRef()
         self.listener_map = {}
+        self.renew_states_id()
 
     def _update_sides(self, listeners: Optional[List[EntangleListener]] = None) -> None:
         raise NotImplementedError
+
+    def predict(self, docs: Any) -> List[EntangleData]:
+        raise NotImplementedError
+
+    # -- which model made the states ----------------------------------------------------
+    def renew_states_id(self) -> None:
+        """The weights changed (built, initialized, updated, or loaded without an id): states
+        computed before are another model's."""
+        self.cfg["states_id"] = uuid.uuid4().hex
+
+    @property
+    def made_by(self) -> str:
+        """The identity of what this component computes now: its weights and its window
+        settings (both change the states of a doc)."""
+        windows = repr(self.model.attrs.get("window_settings"))
+        return f"{self.cfg['states_id']}/{hashlib.blake2b(windows.encode('utf8'), digest_size=4).hexdigest()}"
+
+    def stamp(self, data: EntangleData) -> None:
+        """Mark an output as this component's (its name and ``made_by``)."""
+        data.source = self.name
+        data.made_by = self.made_by
+
+    @property
+    def can_restate(self) -> bool:
+        """Whether this component may recompute a listener's states: it is in the pipeline it
+        was attached to (or attached to none), not removed from it."""
+        nlp = self._pipeline()
+        return nlp is None or any(proc is self for _, proc in nlp.components)
+
+    def restate(self, docs: List[Doc]) -> List[EntangleData]:
+        """States of ``docs`` as they are now, for a listener whose states were not theirs
+        (retokenized since, or another model's): predicted and stamped, kept on the doc with
+        store_output = true, and handed to the listeners still waiting for the doc."""
+        outputs = self.predict(docs)
+        for doc, data in zip(docs, outputs):
+            self.stamp(data)
+            if self.cfg.get("store_output"):
+                keep_output(doc, data)
+            self._outputs.refresh(doc, data)
+        return outputs
 
     def attach(self, nlp: Language) -> None:
         """Remember (weakly) the pipeline this component runs in: the factory and
@@ -118,7 +170,7 @@ class ListenerLinks:
             self.listener_map[component_name].append(listener)
         if self.model.has_dim("nO") and listener.has_dim("nO") is None:
             listener.set_dim("nO", self.model.get_dim("nO"))
-        listener.connect(self.name, self._outputs)
+        listener.connect(self.name, self._outputs, self._pipeline)
         self._update_sides()
 
     def remove_listener(self, listener: EntangleListener, component_name: str) -> bool:
@@ -153,6 +205,7 @@ class ListenerLinks:
         """The listeners that read this component's output now: those of the components
         enabled now after it (the ones found here are linked). A component sourced into
         another pipeline keeps the listeners linked there."""
+        self._outputs.bind(self)  # a store unpickled (spawned workers) knows its component again
         found = self._found_in(enabled_only=True)
         if found is None:
             return [ls for ls in self.listeners if ls.connected_to == self.name]

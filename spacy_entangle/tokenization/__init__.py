@@ -7,12 +7,13 @@ subword pieces (fast-tokenizer offsets) and to its characters (codepoint offsets
 from .alignment import DocAlignment, WindowInput, prepare_docs
 from .chars import CharSpec
 from .subwords import SubwordSpec
-from .windows import WindowSettings, configure_windows
+from .windows import WindowSettings, configure_windows, configure_windows_v2
 
 __all__ = [
     "CharSpec",
     "SubwordSpec",
     "configure_windows",
+    "configure_windows_v2",
     "WindowSettings",
     "DocAlignment",
     "WindowInput",

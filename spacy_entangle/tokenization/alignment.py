@@ -15,17 +15,19 @@ Alignment rules (documented in the README):
   its budget and never clips its last tokens.
 - char side: a token maps to its own characters (codepoint offsets), always >= 1.
 Rows index the doc's concatenated window outputs: window after window, specials
-included, padding excluded.
+included, padding excluded. An alignment holds for the tokens it was made for alone: it
+records their identity (``tokens``, tokenization/identity.py), which a reader compares with
+the doc's tokens before it reads a row by token position.
 """
 
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy
-from spacy.attrs import IDX, LENGTH
 from spacy.tokens import Doc
 
 from .chars import CharSpec
+from .identity import key_of, token_array, token_bounds, token_key
 from .subwords import SubwordSpec
 from .windows import WindowSettings, home_windows
 
@@ -55,11 +57,23 @@ class DocAlignment:
     char_lengths: numpy.ndarray
     char_rows: numpy.ndarray
     window_rows: List[Tuple[int, int]] = field(default_factory=list)  # (sub, char) row of each window's first special
+    # the identity of the tokens it aligns (tokenization.identity.token_key; None: made
+    # before alignments recorded it, so only the token count can be checked)
+    tokens: Optional[str] = None
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.subword_lengths)
+
+    def fits(self, doc: Doc) -> bool:
+        """Whether its rows are the rows of ``doc``'s tokens as they are now (no identity
+        recorded: only the token count is known, so it never fits)."""
+        return self.tokens is not None and self.n_tokens == len(doc) and self.tokens == token_key(doc)
 
     @classmethod
-    def empty(cls) -> "DocAlignment":
+    def empty(cls, tokens: Optional[str] = None) -> "DocAlignment":
         z = numpy.zeros((0,), dtype="int32")
-        return cls(0, 0, z, z, z, z, [])
+        return cls(0, 0, z, z, z, z, [], tokens)
 
 
 @dataclass(frozen=True)
@@ -132,7 +146,7 @@ def prepare_docs(
     aligns: List[DocAlignment] = []
     for i, doc in enumerate(docs):
         if len(doc) == 0:
-            aligns.append(DocAlignment.empty())
+            aligns.append(DocAlignment.empty(token_key(doc)))
             continue
         ids, offsets = tokenized[i]
         doc_windows, align = _prepare_doc(i, doc, texts[i], ids, offsets, subwords, chars, window_settings)
@@ -154,8 +168,8 @@ def _prepare_doc(
     """One doc's encoder windows and where each of its tokens reads its rows (``text`` is
     doc.text, which spaCy builds anew on every access)."""
     n_tokens = len(doc)
-    bounds = doc.to_array([IDX, LENGTH]).astype("int64")
-    token_starts, token_ends = bounds[:, 0], bounds[:, 0] + bounds[:, 1]
+    tokens = token_array(doc)
+    token_starts, token_ends = token_bounds(tokens)
     piece_starts = offsets[:, 0]
     # zero-width pieces stay in the input; they get no (piece, token) pair
     piece_lengths = numpy.maximum(offsets[:, 1] - offsets[:, 0], 0)
@@ -194,6 +208,7 @@ def _prepare_doc(
         char_lengths=char_lengths.astype("int32"),
         char_rows=char_rows.astype("int32"),
         window_rows=[(int(s), int(c)) for s, c in zip(subword_row, char_row)],
+        tokens=key_of(tokens),
     )
     return inputs, align
 

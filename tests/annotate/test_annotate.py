@@ -337,3 +337,72 @@ def test_annotate_keeps_no_encoder_states(canine_dir, bert_dir, tmp_path):
     print(f"shard bytes per doc {per_doc:.0f}, traced peak {peak:,} / {peak_2:,} (40 / 80 docs)")
     assert per_doc < 400  # with the states: ~7 KB per doc at width 32
     assert (peak_2 - peak) / 40 < 2000  # flat: no state kept, no doc kept beyond its shard
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory, canine_dir, bert_dir) -> Path:
+    """entangle + an entity_ruler + `scored_ner` (entities' scores in doc.spans["ents"]) + a
+    span_ruler (a span group without scores), saved."""
+    from spacy_entangle.pipeline.scored_ner import load_scored
+
+    nlp = build(canine_dir, bert_dir, components=("ner",))
+    nlp.initialize(lambda: examples(nlp))
+    # (after initialize: the rulers run the pipeline over their phrase patterns)
+    nlp.add_pipe("entity_ruler", before="ner").add_patterns(PATTERNS)
+    nlp.add_pipe("span_ruler").add_patterns([{"label": "CITY", "pattern": "Paris"}])
+    root = tmp_path_factory.mktemp("scored")
+    nlp.to_disk(root / "greedy")
+    load_scored(root / "greedy", beam_width=4).to_disk(root / "scored")
+    return root / "scored"
+
+
+SCORED_TEXTS = ["Obama in Paris", "@john went to Paris!!!", "so sad that Bowie died 😢", "nothing here"]
+
+
+def _spans(doc, key) -> list:
+    group = doc.spans[key]
+    scores = group.attrs.get("scores")
+    out = [{"start": s.start_char, "end": s.end_char, "label": s.label_} for s in group]
+    for span, score in zip(out, [] if scores is None else scores):
+        span["score"] = float(score)
+    return out
+
+
+def test_annotate_keeps_entity_scores_and_span_groups(scored, tmp_path):
+    """What the pipeline produced, in the JSONL: each entity's score (scored_ner's
+    doc.spans["ents"]) and every span group; and in the DocBin shards."""
+    (tmp_path / "in.txt").write_text("\n".join(SCORED_TEXTS) + "\n", encoding="utf8")
+    annotate(scored, [tmp_path / "in.txt"], tmp_path / "out", progress=False)
+    nlp = spacy.load(scored)
+    written = all_docs(tmp_path / "out")
+    assert [doc["text"] for doc in written] == SCORED_TEXTS
+    for line, text in zip(written, SCORED_TEXTS):
+        doc = nlp(text)
+        assert line["entities"] == _spans(doc, "ents")
+        assert line["spans"] == {"ents": _spans(doc, "ents"), "ruler": _spans(doc, "ruler")}
+    entities = [ent for line in written for ent in line["entities"]]
+    assert entities and all(0.0 <= ent["score"] <= 1.0 for ent in entities)
+    assert {span["label"] for line in written for span in line["spans"]["ruler"]} == {"CITY"}
+    assert all("score" not in span for line in written for span in line["spans"]["ruler"])
+    # the Ray engine's actor class writes the same bytes (its code path, without a cluster)
+    from spacy_entangle.annotate.engines import ShardAnnotator
+    from spacy_entangle.annotate.readers import plan_shards
+
+    (spec,) = plan_shards([tmp_path / "in.txt"], 10000)
+    actor = ShardAnnotator(str(scored), str(tmp_path / "actor"), "jsonl", "text", None, False)
+    (tmp_path / "actor").mkdir()
+    actor({"spec": [json.dumps(spec.to_dict())]})
+    assert outputs(tmp_path / "actor") == outputs(tmp_path / "out")
+    annotate(scored, [tmp_path / "in.txt"], tmp_path / "bin", fmt="spacy", progress=False)
+    (shard,) = (tmp_path / "bin").glob("*.spacy")
+    for doc, text in zip(DocBin().from_disk(shard).get_docs(nlp.vocab), SCORED_TEXTS):
+        assert _spans(doc, "ents") == _spans(nlp(text), "ents") and _spans(doc, "ruler") == _spans(nlp(text), "ruler")
+
+
+def test_ray_keeps_entity_scores_and_span_groups_as_local_does(ray_local, scored, tmp_path):
+    (tmp_path / "in.txt").write_text("\n".join(SCORED_TEXTS) + "\n", encoding="utf8")
+    annotate(scored, [tmp_path / "in.txt"], tmp_path / "local", progress=False)
+    annotate(scored, [tmp_path / "in.txt"], tmp_path / "ray", engine="ray", num_workers=1, progress=False)
+    assert outputs(tmp_path / "ray") == outputs(tmp_path / "local")
+    written = all_docs(tmp_path / "ray")
+    assert all("score" in ent for line in written for ent in line["entities"]) and "spans" in written[0]

@@ -12,6 +12,7 @@ import speed_compare
 import speed_data
 import speed_flops
 import speed_stages
+import speed_timing
 import torch
 from spacy.tokens import Doc, DocBin
 
@@ -298,10 +299,11 @@ def test_compare_agreement_of_the_onnx_engine_with_fp32(tmp_path, capsys):
     assert "agreement with each pipeline's first mode" in capsys.readouterr().out
 
 
-def test_speed_targets_print_every_target_of_issue_30(tmp_path, capsys):
+def test_speed_targets_print_every_target_the_default_first(tmp_path, capsys):
     """benchmarks/speed_targets.py: one command, every target as a ratio with met/missed
-    (speeds side by side, each opt-in's F1 cost on the clean and the noisy corpus, a long
-    doc's speed, the memory two long docs add in child processes)."""
+    (speeds side by side, the pipeline's default first with its load + first doc in a fresh
+    process, each mode's F1 cost on the clean and the noisy corpus, a long doc's speed, the
+    memory two long docs add in child processes), the CPU's int8 features beside each."""
     import shutil
 
     import speed_targets
@@ -319,18 +321,39 @@ def test_speed_targets_print_every_target_of_issue_30(tmp_path, capsys):
     out = tmp_path / "targets.json"
     args = ["--data", str(tmp_path / "dev.spacy"), "--noisy", str(tmp_path / "noisy.spacy"), "--limit", "0"]
     args += ["--repeats", "1", "--doc-repeats", "1", "--modes", "int8", "--doc-chars", "300"]
-    args += ["--memory-chars", "300", "--max-chars", "400", "--output", str(out)]
+    args += ["--memory-chars", "300", "--max-chars", "400", "--load-repeats", "1", "--output", str(out)]
     results = speed_targets.main([*args, "--baseline", str(tmp_path / "blank"), "--entangle", str(saved)])
     printed = capsys.readouterr().out
     targets = [t["target"] for t in results["targets"]]
-    assert len(targets) == 8 and "fastest opt-in (int8)" in targets[0]
+    # the default first (this pipeline was saved in fp32): words/s, F1 cost, load + first doc
+    assert len(targets) == 13 and "the default (fp32) words/s" in targets[0]
     assert [t.split(" on ")[-1] for t in targets[1:3]] == ["dev.spacy", "noisy.spacy"]
-    # the long doc in fp32 and in the short docs' fastest opt-in mode
-    assert [t.split(": entangle ")[-1].split(" ")[0] for t in targets[4:6]] == ["fp32", "int8"]
-    assert all(t["met"] in (True, False) and t["measured"] for t in results["targets"])
-    assert results["f1_cost_points"]["entangle"] == {"dev.spacy": 0.0, "noisy.spacy": 0.0}
-    assert "issue 30's targets" in printed and ("met" in printed or "MISSED" in printed)
+    assert "load + first doc" in targets[3] and results["load_to_first_doc_seconds"]["entangle"] > 0
+    assert "fastest opt-in (int8)" in targets[4]
+    assert [t.split(" on ")[-1] for t in targets[5:7]] == ["dev.spacy", "noisy.spacy"]
+    # the long doc in the default, fp32 and the short docs' fastest opt-in mode
+    assert [t.split(": ")[-1].split(" words/s")[0] for t in targets[8:11]] == [
+        "the default (fp32)",
+        "entangle fp32",
+        "entangle int8",
+    ]
+    with_int8 = bool(speed_timing.cpu_int8_features())
+    for t in results["targets"]:
+        assert t["measured"] and t["cpu_int8"] == speed_timing.cpu_int8_features()
+        no_target = t["target"].startswith("300-char doc: the default") and not with_int8
+        assert t["met"] is None if no_target else t["met"] in (True, False)
+    assert results["f1_cost_points"]["entangle@fp32"] == {"dev.spacy": 0.0, "noisy.spacy": 0.0}
+    assert "the targets" in printed and ("met" in printed or "MISSED" in printed)
+    assert f"[CPU int8: {speed_timing.cpu_int8_label()}]" in printed
     assert json.loads(out.read_text())["targets"] == results["targets"]
+
+
+def test_cpu_int8_features_are_read_from_the_cpu_flags(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse avx512f avx512_vnni amx_bf16 amx_int8\n", encoding="utf8")
+    assert speed_timing.cpu_int8_features.__wrapped__(str(info)) == ["AVX512-VNNI", "AMX-INT8"]
+    info.write_text("flags\t\t: fpu sse avx2\n", encoding="utf8")
+    assert speed_timing.cpu_int8_features.__wrapped__(str(info)) == []
 
 
 def test_compare_times_onnx_int8_with_named_graph_nodes_in_float(tmp_path, capsys):

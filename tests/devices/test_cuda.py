@@ -1,10 +1,10 @@
 """The entangle pipelines on a CUDA GPU: training (fp32 and mixed precision with loss
-scaling), prediction equal to the CPU's, the prediction modes' GPU fallbacks, bf16, a long
-document, the side gate and the consistency term, `spacy train --gpu-id 0` with the shipped
-config, and a pipeline trained on the GPU that loads and predicts on the CPU.
+scaling), prediction equal to the CPU's, the prediction modes' GPU fallbacks, `auto`'s GPU
+path, bf16, a long document, the side gate and the consistency term, `spacy train --gpu-id 0`
+with the shipped config, and a pipeline trained on the GPU that loads and predicts on the CPU.
 
 These tests skip where torch sees no GPU (the project's CI machines); on a GPU machine,
-`python -m pytest tests/devices` runs them (README, "Devices")."""
+`python -m pytest tests/devices` runs them (docs/inference.md, "Devices")."""
 
 import json
 import subprocess
@@ -119,6 +119,25 @@ def test_cpu_only_modes_predict_fp32_on_the_gpu_with_a_warning(gpu, tmp_path, gr
     assert fallback.get_pipe("entangle").model.shims[0]._predict_mode == "fp32"
     # the same fp32 model (CUDA kernels are not bit-for-bit reproducible run to run)
     for (es, ec), (fs, fc) in zip(exact, _on_cpu(_states(fallback))):
+        numpy.testing.assert_allclose(fs, es, atol=1e-5)
+        numpy.testing.assert_allclose(fc, ec, atol=1e-5)
+
+
+def test_auto_on_the_gpu_predicts_with_the_model_itself_without_a_warning(gpu, tmp_path, grown_dir, bert_dir):
+    """The shipped default (`inference = "auto"`) takes the GPU path on a GPU: the fp32 model on
+    its device, no ONNX engine and no warning."""
+    nlp = build(grown_dir, bert_dir, components=("ner",), side="both")
+    train(nlp, n_steps=2)
+    nlp.to_disk(tmp_path / "p")
+    exact = _on_cpu(_states(_load(tmp_path / "p")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        auto = _load(tmp_path / "p", inference="auto")
+        shim = auto.get_pipe("entangle").model.shims[0]
+        assert (shim.inference, shim.predict_mode, _device(auto).type) == ("auto", "fp32", "cuda")
+        states = _on_cpu(_states(auto))
+    assert shim._fast_model is None and shim.graph_names() == []
+    for (es, ec), (fs, fc) in zip(exact, states):
         numpy.testing.assert_allclose(fs, es, atol=1e-5)
         numpy.testing.assert_allclose(fc, ec, atol=1e-5)
 

@@ -109,3 +109,77 @@ def test_hub_ids_are_still_asked_online(name, monkeypatch):
     from spacy_entangle.modeling.backbones import _only_a_path
 
     assert _only_a_path(name) is None
+
+
+def _timed_loads(cwd, names, **env_changes) -> list:
+    """Each name loaded as encoder and tokenizer in a fresh interpreter where offline mode is
+    not set (the test session sets it): seconds and error per load."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env.update(env_changes)
+    run = subprocess.run(
+        [sys.executable, "-c", _TIMED, *names], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def _model_folders(root) -> None:
+    """Local backbones where a user keeps them, none under `backbones/` of the working directory."""
+    for folder in ("project/backbones/canine-random", "project/backbones/minilm", "models/bert-tiny"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "config.json").write_text("{}")
+
+
+def test_a_path_that_looks_like_a_hub_id_fails_within_seconds_naming_local_folders(tmp_path):
+    """`backbones/canine-randmo` where there is no `backbones/` folder is a valid hub id: with the
+    hub unreachable (as here) it waited 110 s on the hub's retries. One short probe decides;
+    where the hub answers, transformers' own answer (no such model) comes as fast."""
+    _model_folders(tmp_path)
+    results = _timed_loads(tmp_path, ["backbones/canine-randmo"])
+    for result in results:
+        assert result["seconds"] < 10, result
+        error = result["error"]
+        assert error.startswith("BackboneError: Cannot load the "), error
+        assert "'backbones/canine-randmo' is not a local directory" in error
+        nearest = error.split("local model folders nearest that name", 1)[1]
+        assert nearest.split(": ", 1)[1].startswith("project/backbones/canine-random, "), error
+
+
+def test_an_unreachable_hub_is_told_from_a_missing_model(tmp_path, monkeypatch):
+    """A hub that does not answer (a closed local port as HF_ENDPOINT): the error says so, at
+    once, before transformers is imported or asked."""
+    from spacy_entangle.modeling.backbones import check_findable
+
+    _model_folders(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    start = time.perf_counter()
+    for role in ("char", "tokenizer"):  # the probe's answer is reused for the second name
+        with pytest.raises(BackboneError) as err:
+            check_findable("some-org/some-model", role)
+        assert "the Hugging Face hub (http://127.0.0.1:9) did not answer" in str(err.value)
+        assert "its cache does not hold it" in str(err.value) and "HF_HUB_OFFLINE=1" in str(err.value)
+        assert "nearest that name" in str(err.value)
+    assert time.perf_counter() - start < 10
+
+
+def test_the_nearest_local_model_folders_are_named_first(tmp_path, monkeypatch):
+    from spacy_entangle.modeling.backbones import _nearest_model_dirs, local_model_dirs
+
+    _model_folders(tmp_path)
+    (tmp_path / ".venv" / "lib" / "x").mkdir(parents=True)
+    (tmp_path / ".venv" / "lib" / "x" / "config.json").write_text("{}")  # environments are not searched
+    monkeypatch.chdir(tmp_path)
+    assert sorted(local_model_dirs()) == [
+        "models/bert-tiny",
+        "project/backbones/canine-random",
+        "project/backbones/minilm",
+    ]
+    assert "project/backbones/minilm, " in _nearest_model_dirs("backbones/minlm")
+    assert _nearest_model_dirs("x").split(": ", 1)[1].count(",") == 2
+    monkeypatch.chdir(tmp_path / "models")
+    assert "nearest that name" in _nearest_model_dirs("bert")
+    monkeypatch.chdir(tmp_path / "project" / "backbones" / "minilm")
+    assert "no model folder (with a config.json) lies below" in _nearest_model_dirs("bert")

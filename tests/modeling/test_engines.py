@@ -21,9 +21,24 @@ def _needs_onnx() -> None:
         pytest.importorskip(name)
 
 
-# largest |difference| from fp32 of the states: onnx is the same fp32 model (float rounding);
-# onnx-int8 quantizes every Linear layer (int8's is 0.3 with the subword encoder in float)
-TOLERANCE = {"onnx": 1e-4, "onnx-int8": 0.5}
+# how far from fp32 the states may be: onnx is the same fp32 model, so its largest |difference|
+# is float rounding; onnx-int8 quantizes every Linear layer, whose error on a tiny random model
+# is noise of the weights' draw and the host's int8 kernels (VNNI or not), so it is bounded as
+# the relative error of the doc's states, ||int8 - fp32|| / ||fp32||, not element by element
+TOLERANCE = {"onnx": 1e-4}
+RELATIVE_TOLERANCE = {"onnx-int8": 0.25}
+
+
+def close_to_fp32(exact: numpy.ndarray, fast: numpy.ndarray, mode: str) -> bool:
+    """Whether ``fast`` (one doc's states in ``mode``) is within the mode's tolerance of fp32's."""
+    if exact.shape != fast.shape:
+        return False
+    if mode in TOLERANCE:
+        return bool(numpy.abs(exact - fast).max(initial=0) < TOLERANCE[mode])
+    norm = numpy.linalg.norm(exact)
+    return bool(norm == 0 or numpy.linalg.norm(exact - fast) / norm < RELATIVE_TOLERANCE[mode])
+
+
 IN_ONNX = {
     "onnx": ["char_encoder.words", "subword_encoder"],
     "onnx-int8": ["char_encoder.words", "char_layers.0", "sub_layers.0", "subword_encoder"],
@@ -64,8 +79,8 @@ def test_engine_outputs_are_close_to_fp32_and_padding_invariant(saved, mode):
     assert sorted(parts(shim._fast_model)) == IN_ONNX[mode]
     for (es, ec), (fs, fc) in zip(exact, approx):
         assert es.shape == fs.shape and ec.shape == fc.shape
-        assert numpy.abs(es - fs).max() < TOLERANCE[mode]
-        assert numpy.abs(ec - fc).max() < TOLERANCE[mode]
+        for e, f in ((es, fs), (ec, fc)):
+            assert close_to_fp32(e, f, mode)
     # a doc alone and in a batch padded to a long doc's length: the same states
     entangle = fast.get_pipe("entangle")
     alone = entangle.predict([fast.make_doc(texts[1])])[0]
@@ -95,7 +110,7 @@ def test_onnx_int8_leaves_the_graph_nodes_a_what_if_names_in_float(saved, monkey
     assert kept == [f"char_encoder.words/encoder/encoder/layer.{i}/output/dense/MatMul" for i in range(n_layers)]
     # still within onnx-int8's tolerance of fp32, and not the default's states
     for (es, ec), (fs, fc) in zip(exact, some_float):
-        assert numpy.abs(es - fs).max() < TOLERANCE["onnx-int8"] and numpy.abs(ec - fc).max() < TOLERANCE["onnx-int8"]
+        assert close_to_fp32(es, fs, "onnx-int8") and close_to_fp32(ec, fc, "onnx-int8")
     assert any(not numpy.array_equal(dc, fc) for (_, dc), (_, fc) in zip(default, some_float))
 
 
@@ -121,8 +136,7 @@ def test_onnx_int8_exports_the_subword_encoder_smoothed_on_the_sample_text(saved
             numpy.testing.assert_array_equal(fs, os_)
             numpy.testing.assert_array_equal(fc, oc)
         for (es, ec), (fs, fc) in zip(exact, states):
-            assert numpy.abs(es - fs).max() < TOLERANCE["onnx-int8"]
-            assert numpy.abs(ec - fc).max() < TOLERANCE["onnx-int8"]
+            assert close_to_fp32(es, fs, "onnx-int8") and close_to_fp32(ec, fc, "onnx-int8")
         results[alpha] = states
     assert any(not numpy.array_equal(a, b) for (a, _), (b, _) in zip(results[0.5], results[None]))
 
@@ -149,8 +163,7 @@ def test_onnx_int8_co_attention_takes_the_kept_rows_into_its_graph(saved):
     for e, f in zip(exact, fast):
         assert e.subword.shape == f.subword.shape and e.char.shape == f.char.shape
         assert e.subword.shape[0] == e.char.shape[0] > 0 or not len(e.subword)
-        assert numpy.abs(e.subword - f.subword).max(initial=0) < TOLERANCE["onnx-int8"]
-        assert numpy.abs(e.char - f.char).max(initial=0) < TOLERANCE["onnx-int8"]
+        assert close_to_fp32(e.subword, f.subword, "onnx-int8") and close_to_fp32(e.char, f.char, "onnx-int8")
 
 
 def test_onnx_int8_quantizes_every_weight_product_of_a_co_attention_module(tmp_path):
@@ -250,15 +263,21 @@ def test_canine_char_encoder_runs_whole_in_onnx_or_in_torch_with_a_warning(canin
         assert numpy.abs(es - fs).max() < 1e-4 and numpy.abs(ec - fc).max() < 1e-4
 
 
-def test_missing_onnxruntime_is_a_clear_error_at_load(grown_dir, bert_dir, tmp_path, monkeypatch):
+def test_missing_onnxruntime_predicts_fp32_with_a_warning_naming_the_override(
+    grown_dir, bert_dir, tmp_path, monkeypatch
+):
     """In the core venv onnxruntime is really absent; elsewhere `import onnxruntime` is made to
-    meet what it meets then."""
+    meet what it meets then: the pipeline loads, warns once (the extra and the override) and
+    predicts in fp32 (tests/pipeline/test_fast_default.py: a pipeline saved in an onnx mode,
+    in a process where onnxruntime cannot be imported)."""
     nlp = build(grown_dir, bert_dir, components=("ner",), side="both", n_coattention=1)
     nlp.initialize(lambda: examples(nlp))
     nlp.to_disk(tmp_path / "p")
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
-    with pytest.raises(ModuleNotFoundError, match=r"onnxruntime.*pip install 'spacy-entangle\[onnx\]'"):
-        _load(tmp_path / "p", "onnx-int8")
+    with pytest.warns(UserWarning, match=r"pip install 'spacy-entangle\[onnx\]'.*inference = 'fp32'"):
+        loaded = _load(tmp_path / "p", "onnx-int8")
+    assert loaded.get_pipe("entangle").model.shims[0].predict_mode == "fp32"
+    assert loaded(TEXTS[0][0]).text == TEXTS[0][0]
 
 
 @pytest.mark.parametrize("mode", ["onnx", "onnx-int8"])

@@ -349,23 +349,25 @@ def test_textcat_cls_side_is_one_side_in_the_config(canine_dir, bert_dir):
 
 
 def test_the_inference_literal_lists_the_modes():
+    """The setting takes every mode and "auto" (the fast default of a shipped pipeline)."""
     from typing import get_args, get_type_hints
 
-    from spacy_entangle.modeling.inference import INFERENCE_MODES
+    from spacy_entangle.modeling.inference import INFERENCE_MODES, INFERENCE_SETTINGS
     from spacy_entangle.pipeline.entangle import make_entangle
 
     assert (
         get_args(get_type_hints(make_entangle)["inference"])
-        == INFERENCE_MODES
-        == ("fp32", "int8", "bf16", "onnx", "onnx-int8")
+        == INFERENCE_SETTINGS
+        == ("auto", "fp32", "int8", "bf16", "onnx", "onnx-int8")
     )
+    assert INFERENCE_MODES == INFERENCE_SETTINGS[1:]
 
 
-def _readme_python_block(heading: str) -> str:
-    """The first ```python block under ``heading`` in README.md, as written."""
+def _usage_python_block(heading: str) -> str:
+    """The first ```python block under ``heading`` in docs/usage.md, as written."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "usage.md").read_text(encoding="utf8")
     section = text.split(f"\n{heading}\n", 1)[1]
     return section.split("```python\n", 1)[1].split("```", 1)[0]
 
@@ -408,12 +410,12 @@ def trained_pipeline(tmp_path_factory):
     return path
 
 
-def test_readme_adds_entangle_to_a_trained_pipeline_initializing_only_the_new_components(
+def test_usage_doc_adds_entangle_to_a_trained_pipeline_initializing_only_the_new_components(
     trained_pipeline, canine_dir, bert_dir
 ):
-    """The README's snippet, run as written (the pipeline and backbone names swapped for the
+    """The usage page's snippet, run as written (the pipeline and backbone names swapped for the
     local stand-ins): the trained components keep their weights byte for byte."""
-    code = _readme_python_block("## Add it to an existing pipeline")
+    code = _usage_python_block("## Add it to an existing pipeline")
     for name, stand_in in {
         "en_core_web_sm": trained_pipeline,
         "google/canine-s": canine_dir,
@@ -423,7 +425,7 @@ def test_readme_adds_entangle_to_a_trained_pipeline_initializing_only_the_new_co
         code = code.replace(f'"{name}"', repr(str(stand_in)))
     before = spacy.load(trained_pipeline)
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, "docs/usage.md", "exec"), namespace)
     nlp, doc = namespace["nlp"], namespace["doc"]
     assert nlp.pipe_names == ["entangle", *before.pipe_names, "ner_noisy"]
     for name in before.pipe_names:

@@ -180,11 +180,14 @@ def test_project_yml_is_valid():
     ]:
         assert f" {name} " in pretraining, name
     assert "--seeds 0,1,2" in pretraining and "--noisy noisy/dev_noise0.5.spacy" in pretraining
-    scores, evaluate, package = commands["package"]["script"][:3]
+    scores, default, evaluate, package = commands["package"]["script"][:4]
     assert f"add-scores training/{ship}/seed0/model-best training/{ship}/seed0/model-scored --beam-width 4" in scores
-    # the meta's performance is the shipped (beam-decoded) pipeline's dev score
+    # it ships the fast inference default, its ONNX graphs exported once at package time
+    assert f"scripts/fast_default.py training/{ship}/seed0/model-scored" in default
+    # the meta's performance is the shipped (beam-decoded) pipeline's dev score, in that default
     assert f"evaluate training/{ship}/seed0/model-scored corpus/dev.spacy" in evaluate
     assert f"--metrics metrics/{ship}/seed0_dev_scored.json" in package
+    assert f"--packaged training/{ship}/seed0/model-scored" in package
     assert f"--char-encoder backbones/grown --variant {ship} --selection meta/selection.json" in package
     assert f"training/{ship}/seed0/model-best" in commands["package"]["deps"]
     distilled = load_project_config(
@@ -751,7 +754,8 @@ def test_wnut_project_end_to_end(tmp_path):
     assert list((project / "packages").glob("spacy_entangle-*-py3-none-any.whl"))
     meta = json.loads((project / "packages" / "en_entangle_wnut-0.0.1" / "meta.json").read_text())
     assert meta["name"] == "entangle_wnut" and meta["lang"] == "en" and meta["version"] == "0.0.1"
-    assert any(r.startswith("spacy-entangle>=") for r in meta["requirements"])
+    # with the extra its inference default (`auto`: onnx-int8 on a CPU) predicts with
+    assert any(r.startswith("spacy-entangle[onnx]>=") for r in meta["requirements"])
     # the package's performance is what it ships: the beam-decoded ner (add-scores) on dev
     scored = json.loads((project / "metrics" / ship / "seed0_dev_scored.json").read_text())
     assert meta["performance"]["ents_f"] == scored["ents_f"]

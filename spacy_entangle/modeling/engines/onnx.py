@@ -10,10 +10,14 @@ PyTorch, so the engine does not depend on how those are written. A part that doe
 export runs in PyTorch too, with a warning naming it.
 
 Graphs are exported from the loaded weights when a part is first called (batch and length
-axes dynamic; each graph is run once at other sizes against PyTorch before it is used) and
-kept in memory: the saved pipeline stays one folder of weights that any torch /
-onnxruntime version reads, and no graph can go stale after more training. The cost is the
-export on the first prediction.
+axes dynamic; each graph is run once at other sizes against PyTorch before it is used), once:
+each is added to the ``ModeGraphs`` the engine is given (engines/graphs.py), which the shim
+saves with the pipeline and reads back on load (a saved graph is used instead of an export;
+one that cannot run here is exported again). An export changes no process-wide state (no
+stdout redirection, no global logging or torch switch: what the exporters print or log is
+left as it is) and runs under a lock: torch's exporters are not thread-safe. Sessions follow
+torch's thread count at prediction time and are rebuilt in a forked child and on unpickling
+(``_Graph``).
 
 ``onnx-int8``: ONNX Runtime's dynamic int8 quantization (per-channel int8 weights,
 activations quantized on the fly) of every graph but those under ``keep_float``, the
@@ -26,31 +30,34 @@ subword encoder and the copied layers too (that is where its speed comes from): 
 fast mode, whose F1 cost a trained pipeline measures (benchmarks/int8_accuracy.py).
 """
 
-import contextlib
 import copy
+import ctypes
 import importlib
-import io
 import itertools
-import logging
+import os
 import re
 import tempfile
+import threading
+import time
 import warnings
-from contextlib import contextmanager
+import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import torch
 from torch import nn
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
+from ..inference import ENGINE_INSTALL
 from ..quantization import quantize_linears
 from ..smoothing import smooth_encoder, smoothable
+from .graphs import ExportReport, ModeGraphs, SavedGraph, current_report
 
 if TYPE_CHECKING:
     from ..entangle import EntangleEncoder
 
-ONNX_INSTALL = "pip install 'spacy-entangle[onnx]'"
+ONNX_INSTALL = ENGINE_INSTALL
 REQUIRED = ("onnxruntime", "onnx", "onnxscript")  # the runtime, and what the exporter needs
 # example sizes of the export: > 1 (torch.export specialises sizes 0 and 1) and unequal
 EXAMPLE_SIZES = {"batch": 2, "length": 7, "other_length": 9, "rows": 4}
@@ -58,12 +65,23 @@ Dims = Tuple[Optional[str], ...]  # per axis of an input: its dynamic name, or N
 # input ids (B, L) and attention mask (B, L) of a fixed calibration text, and the smoothing alpha
 Calibration = Tuple[torch.Tensor, torch.Tensor, float]
 EXPORTERS = ("torchscript", "dynamo")  # tried in this order (_write_graph)
+# torch's exporters share module-level state (torch.export's tracing, the ONNX registries):
+# one export at a time in the process, whichever pipeline or thread asks
+_EXPORT_LOCK = threading.RLock()
+# ONNX Runtime's CPU memory arena: off, it kept the largest chunk's activations for the rest of
+# the process; what-ifs turn it on (benchmarks/engine_memory.py --arena, speed_compare.py
+# --what-if-arena): a graph keeps the setting it was made with
+CPU_MEM_ARENA = False
+_SESSION_LOCK = threading.Lock()
+_GRAPHS: "weakref.WeakSet[_Graph]" = weakref.WeakSet()  # every graph of the process (_inherit_sessions)
 
 
-def require_onnxruntime(mode: str) -> None:
-    """A clear error naming the extra when the engine's packages are not installed."""
+def require_onnxruntime(mode: str, names: Sequence[str] = REQUIRED) -> None:
+    """A clear error naming the extra when the engine's packages (``names``) are not installed
+    (the component never gets here without onnxruntime: it predicts in fp32 with a warning,
+    modeling/inference.py)."""
     missing = []
-    for name in REQUIRED:
+    for name in names:
         try:
             importlib.import_module(name)
         except ImportError:
@@ -82,6 +100,7 @@ def onnx_model(
     keep_float: Sequence[str] = (),
     keep_float_nodes: Sequence[str] = (),
     calibration: Optional[Calibration] = None,
+    graphs: Optional[ModeGraphs] = None,
 ) -> nn.Module:
     """A copy of ``model`` (an ``EntangleEncoder``, eval mode, tensors shared) whose encoders
     (and, with int8, co-attention modules) run in ONNX Runtime. int8: quantize the graphs of
@@ -90,8 +109,12 @@ def onnx_model(
     ``char_encoder.words/encoder/encoder/layer.0/output/dense/MatMul``) match a regular
     expression of ``keep_float_nodes`` (``re.search``): a what-if finer than a whole part.
     ``calibration``: subword ids and mask of a fixed text and the smoothing alpha; int8 then
-    exports the subword encoder smoothed (modeling/smoothing.py) when it has BERT-style layers."""
-    require_onnxruntime("onnx-int8" if int8 else "onnx")
+    exports the subword encoder smoothed (modeling/smoothing.py) when it has BERT-style layers.
+    ``graphs``: the graphs saved for these weights and settings, used instead of exporting; the
+    engine adds the ones it exports (None: its own, not kept). Saved graphs need onnxruntime
+    alone; a part whose export fails (e.g. without onnx / onnxscript) runs in PyTorch."""
+    require_onnxruntime("onnx-int8" if int8 else "onnx", ("onnxruntime",))
+    store = graphs if graphs is not None else ModeGraphs({})
     if any(p.device.type != "cpu" for p in model.parameters()):
         raise ValueError("the ONNX Runtime engine runs on the CPU only; on a GPU use inference = 'bf16' or 'fp32'")
     shared = {id(t): t for t in itertools.chain(model.parameters(), model.buffers())}
@@ -103,7 +126,7 @@ def onnx_model(
         return int8 and not f"{name}.".startswith(keep)
 
     def part(cls: Any, module: nn.Module, name: str, *args: Any) -> "_Part":
-        return cast(_Part, cls(module, name, *args, quantized(name), float_nodes=keep_float_nodes))
+        return cast(_Part, cls(module, name, *args, quantized(name), float_nodes=keep_float_nodes, store=store))
 
     engine.subword_encoder = part(OnnxEncoder, engine.subword_encoder, "subword_encoder")
     if int8 and calibration is not None and quantized("subword_encoder"):
@@ -135,25 +158,73 @@ def onnx_model(
 
 
 class _Graph:
-    """One exported graph and its session; called with tensors, returns its first output."""
+    """One graph's bytes and its ONNX Runtime session, called with tensors (returns its first
+    output). The session is made for the process and the thread count it runs with: made
+    again when torch's thread count changes (the user's setting at prediction time, not the
+    one at export) and in a forked child (ONNX Runtime's thread pool does not survive a
+    fork). Pickled and copied as its bytes: a copy, or a spawned worker, makes its own."""
 
-    def __init__(self, session: Any):
-        self.session = session
-        self.inputs = [i.name for i in session.get_inputs()]  # unused inputs are pruned
+    def __init__(self, data: bytes, arena: Optional[bool] = None):
+        self.data = data
+        self.arena = CPU_MEM_ARENA if arena is None else arena
+        self._session: Any = None
+        self._made_for: Optional[Tuple[int, int]] = None  # (process id, intra-op threads)
+        self._inputs: List[str] = []
+        _GRAPHS.add(self)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {"data": self.data, "arena": self.arena}
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__init__(state["data"], state.get("arena"))  # type: ignore[misc]
+
+    @property
+    def session(self) -> Any:
+        """The session for this process and torch's thread count now."""
+        made_for = (os.getpid(), torch.get_num_threads())
+        if self._made_for != made_for:
+            with _SESSION_LOCK:
+                if self._made_for != made_for:
+                    session = _session(self.data, made_for[1], self.arena)
+                    self._inputs = [i.name for i in session.get_inputs()]  # unused inputs are pruned
+                    self._session, self._made_for = session, made_for
+        return self._session
 
     def __call__(self, names: Sequence[str], tensors: Sequence[torch.Tensor]) -> torch.Tensor:
-        feeds = {n: t.detach().cpu().contiguous().numpy() for n, t in zip(names, tensors) if n in self.inputs}
-        return torch.from_numpy(self.session.run(None, feeds)[0])
+        session = self.session
+        feeds = {n: t.detach().cpu().contiguous().numpy() for n, t in zip(names, tensors) if n in self._inputs}
+        return torch.from_numpy(session.run(None, feeds)[0])
+
+
+def _inherit_sessions() -> None:
+    """In a forked child: the sessions the parent made are never freed here (a session's
+    destructor joins its thread pool, whose threads this process does not have); each graph
+    makes its own on its next call."""
+    for graph in list(_GRAPHS):
+        if graph._session is not None:
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(graph._session))
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows (no fork)
+    os.register_at_fork(after_in_child=_inherit_sessions)
 
 
 class _Part(nn.Module):
-    """A submodule replaced by a graph exported on its first call (falls back to PyTorch,
-    with a warning, when it does not export). The original module is held outside the
-    module tree: the copy has no parameters of its own for quantization to touch."""
+    """A submodule replaced by a graph: a saved one (``store``), else exported on its first
+    call (falls back to PyTorch, with a warning, when it does not export). The original
+    module is held outside the module tree: the copy has no parameters of its own for
+    quantization to touch."""
 
     exporters: Tuple[str, ...] = EXPORTERS
 
-    def __init__(self, module: nn.Module, name: str, int8: bool, float_nodes: Sequence[str] = ()):
+    def __init__(
+        self,
+        module: nn.Module,
+        name: str,
+        int8: bool,
+        float_nodes: Sequence[str] = (),
+        store: Optional[ModeGraphs] = None,
+    ):
         super().__init__()
         self._torch = [module]
         self.part_name = name
@@ -161,6 +232,8 @@ class _Part(nn.Module):
         self.float_nodes = tuple(float_nodes)  # regexes of PART/NODE names int8 leaves in float
         self.kept_float: List[str] = []  # the nodes they matched, once exported
         self._graphs: Dict[str, Optional[_Graph]] = {}
+        self.store = store if store is not None else ModeGraphs({})
+        self._smoothed_keys: List[str] = []
 
     def _graph(
         self,
@@ -170,20 +243,65 @@ class _Part(nn.Module):
         like: Sequence[torch.Tensor],
         dims: Sequence[Dims],
     ) -> Optional[_Graph]:
-        """The graph of ``key`` (exported from ``exported()`` on the first call), or None."""
+        """The graph of ``key``: the saved one, else exported from ``exported()`` (once, under
+        the process's export lock), or None (the part runs in PyTorch)."""
         if key not in self._graphs:
-            try:
-                float_nodes = self._float_node if self.float_nodes else None
-                module = exported()
-                self._graphs[key] = _export(module, names, like, dims, self.int8, self.exporters, float_nodes)
-            except Exception as err:  # noqa: BLE001 - export is best effort: the part still runs, in PyTorch
-                warnings.warn(
-                    f"ONNX export of {self.part_name} failed ({type(err).__name__}: {err}); it runs in PyTorch",
-                    UserWarning,
-                    stacklevel=4,
-                )
-                self._graphs[key] = None
+            with _EXPORT_LOCK:
+                if key not in self._graphs:
+                    self._graphs[key] = self._saved(key) or self._exported_graph(key, exported, names, like, dims)
         return self._graphs[key]
+
+    def _saved(self, key: str) -> Optional[_Graph]:
+        """The saved graph of ``key``, its session made here (None: none saved, or one that
+        cannot run here, which is then exported again)."""
+        store = self.store
+        saved = store.graphs.get(f"{self.part_name}/{key}")
+        if saved is None:
+            return None
+        graph = _Graph(saved.data)
+        try:
+            graph.session  # noqa: B018 - made now: a graph this onnxruntime cannot run is exported again
+        except Exception as err:  # noqa: BLE001 - any failure to load it means: export it again
+            del store.graphs[f"{self.part_name}/{key}"]
+            report: Optional[ExportReport] = current_report()
+            if report is not None:
+                report.reason = f"the saved {self.part_name} graph cannot run here ({type(err).__name__})"
+            return None
+        if saved.smoothed:
+            self._smoothed_keys.append(key)
+        self.kept_float.extend(n for n in saved.kept_float if n not in self.kept_float)
+        return graph
+
+    def _exported_graph(
+        self,
+        key: str,
+        exported: Callable[[], nn.Module],
+        names: Sequence[str],
+        like: Sequence[torch.Tensor],
+        dims: Sequence[Dims],
+    ) -> Optional[_Graph]:
+        """``key``'s graph exported now and added to the store (None when it does not export)."""
+        start = time.perf_counter()
+        try:
+            float_nodes = self._float_node if self.float_nodes else None
+            module = exported()
+            graph = _export(module, names, like, dims, self.int8, self.exporters, float_nodes)
+        except Exception as err:  # noqa: BLE001 - export is best effort: the part still runs, in PyTorch
+            warnings.warn(
+                f"ONNX export of {self.part_name} failed ({type(err).__name__}: {err}); it runs in PyTorch "
+                "(fp32). Set inference = 'fp32' to predict without the ONNX engine.",
+                UserWarning,
+                stacklevel=4,
+            )
+            return None
+        name = f"{self.part_name}/{key}"
+        smoothed = key in self._smoothed_keys
+        self.store.graphs[name] = SavedGraph(graph.data, smoothed, tuple(self.kept_float))
+        report: Optional[ExportReport] = current_report()
+        if report is not None:
+            report.exported.append(name)
+            report.seconds += time.perf_counter() - start
+        return graph
 
     def _float_node(self, node: str) -> bool:
         """Whether int8 leaves the graph's node ``node`` in float (and records it)."""
@@ -198,11 +316,17 @@ class OnnxEncoder(_Part):
     """Stands in for a Hugging Face encoder: called with ``input_ids`` or ``inputs_embeds``
     and ``attention_mask``, returns ``.last_hidden_state`` (one graph per way it is called)."""
 
-    def __init__(self, encoder: nn.Module, name: str, int8: bool, float_nodes: Sequence[str] = ()):
-        super().__init__(encoder, name, int8, float_nodes)
+    def __init__(
+        self,
+        encoder: nn.Module,
+        name: str,
+        int8: bool,
+        float_nodes: Sequence[str] = (),
+        store: Optional[ModeGraphs] = None,
+    ):
+        super().__init__(encoder, name, int8, float_nodes, store)
         self.config = getattr(encoder, "config", None)
         self.calibration: Optional[Calibration] = None  # int8: export the encoder smoothed (ids only)
-        self._smoothed_keys: List[str] = []
 
     @property
     def smoothed(self) -> bool:
@@ -257,8 +381,16 @@ class OnnxModule(_Part):
 
     exporters = ("dynamo",)
 
-    def __init__(self, module: nn.Module, name: str, dims: Sequence[Dims], int8: bool, float_nodes: Sequence[str] = ()):
-        super().__init__(module, name, int8, float_nodes)
+    def __init__(
+        self,
+        module: nn.Module,
+        name: str,
+        dims: Sequence[Dims],
+        int8: bool,
+        float_nodes: Sequence[str] = (),
+        store: Optional[ModeGraphs] = None,
+    ):
+        super().__init__(module, name, int8, float_nodes, store)
         self.dims = list(dims)
 
     def forward(self, *inputs: Optional[torch.Tensor]) -> torch.Tensor:
@@ -321,10 +453,10 @@ def _export(
     errors = []
     for exporter in exporters:
         try:
-            with tempfile.TemporaryDirectory() as tmp, _quiet():
+            with tempfile.TemporaryDirectory() as tmp:
                 path = _write_graph(exporter, module.eval(), names, like, dims, Path(tmp) / "graph.onnx")
                 data = (_quantize(path, float_node) if int8 else path).read_bytes()
-            graph = _Graph(_session(data))
+            graph = _Graph(data)
             _check(graph, module, names, like, dims, int8)
             return graph
         except Exception as err:  # noqa: BLE001 - tried with the next exporter, all failures re-raised
@@ -343,10 +475,12 @@ def _write_graph(
     """The graph of ``module`` at ``path``. "torchscript" (torch's tracing exporter) gives the
     graphs ONNX Runtime fuses best (MiniLM: 1.15x the dynamo graph's speed in fp32, 1.46x in
     int8) but bakes some shapes in (nn.MultiheadAttention); "dynamo" (torch.export) keeps
-    every dynamic axis."""
-    examples = tuple(_example(t, d) for t, d in zip(like, dims))
-    with _exportable(), warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")  # the exporters' tracer and deprecation warnings
+    every dynamic axis. torch's fused fast path of ``nn.TransformerEncoderLayer`` /
+    ``MultiheadAttention`` has no ONNX form: it is not taken while grad is enabled and an input
+    requires grad, so the float examples require grad under ``torch.enable_grad`` (both
+    per-thread settings; the global switch, ``torch.backends.mha``, is left alone)."""
+    examples = tuple(_example(t, d).requires_grad_(t.dtype.is_floating_point) for t, d in zip(like, dims))
+    with torch.enable_grad():
         if exporter == "torchscript":
             axes = {name: {i: d for i, d in enumerate(ds) if d} for name, ds in zip(names, dims)}
             torch.onnx.export(
@@ -378,13 +512,16 @@ def _write_graph(
         return path
 
 
-def _session(data: bytes) -> Any:
+def _session(data: bytes, threads: int, arena: bool = False) -> Any:
+    """A CPU session of the graph ``data`` with ``threads`` intra-op threads (the thread count
+    torch has when it is made: OMP_NUM_THREADS, torch.set_num_threads), not every core, and
+    ONNX Runtime's memory arena only with ``arena`` (CPU_MEM_ARENA)."""
     import onnxruntime  # type: ignore[import-untyped]  # (no py.typed)
 
     options = onnxruntime.SessionOptions()
-    # the threads torch uses (OMP_NUM_THREADS, torch.set_num_threads), not every core
-    options.intra_op_num_threads = torch.get_num_threads()
+    options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    options.enable_cpu_mem_arena = arena
     options.log_severity_level = 3
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     return onnxruntime.InferenceSession(data, options, providers=["CPUExecutionProvider"])
@@ -442,31 +579,6 @@ def _quantize(path: Path, float_node: Optional[Callable[[str], bool]] = None) ->
         path, out, per_channel=True, weight_type=QuantType.QInt8, extra_options=options, nodes_to_exclude=exclude
     )
     return out
-
-
-@contextmanager
-def _quiet() -> Iterator[None]:
-    """The exporters' progress lines (stdout) and the optimizer's and quantizer's log
-    warnings are about the export's internals, not the user's model: silenced while it runs."""
-    disabled = logging.root.manager.disable
-    logging.disable(logging.WARNING)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            yield
-    finally:
-        logging.disable(disabled)
-
-
-class _exportable:
-    """torch's fused fast path of ``nn.TransformerEncoderLayer`` / ``MultiheadAttention``
-    (taken at prediction time) has no ONNX form: off while exporting, as it was after."""
-
-    def __enter__(self) -> None:
-        self.before = torch.backends.mha.get_fastpath_enabled()
-        torch.backends.mha.set_fastpath_enabled(False)
-
-    def __exit__(self, *exc: Any) -> None:
-        torch.backends.mha.set_fastpath_enabled(self.before)
 
 
 def parts(model: nn.Module) -> List[str]:

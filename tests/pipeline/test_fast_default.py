@@ -1,0 +1,300 @@
+"""A fast default that behaves: the engine modes' ONNX graphs are exported once, saved with
+the pipeline (checked against the weights they come from) and read on load; a pipeline
+without them exports once and says so in one log line; one saved in an onnx mode loads and
+predicts fp32 where onnxruntime is missing; the pipeline pickles, deep-copies, replaces its
+listeners and runs `nlp.pipe(n_process=2)` under fork and spawn in every inference mode,
+before and after its first prediction, even after a prediction on more than one torch
+thread; `inference = "auto"` and the project's `package` step ship the fast mode."""
+
+import copy
+import json
+import logging
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy
+import pytest
+import spacy
+from _pipelines import TEXTS, build, examples, train
+from thinc.api import SGD
+
+from spacy_entangle.modeling.inference import INFERENCE_MODES, inference_on_device
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = [text for text, _, _ in TEXTS] + ["a longer one, with many words and 😀 emoji " * 6]
+ENGINE_PARTS = {
+    "onnx": ["char_encoder.words", "subword_encoder"],
+    "onnx-int8": ["char_encoder.words", "char_layers.0", "sub_layers.0", "subword_encoder"],
+}
+
+
+def _config(mode):
+    return {"components": {"entangle": {"inference": mode}}}
+
+
+def _states(nlp):
+    """The entangle states the listeners read, per doc (both sides)."""
+    entangle = nlp.get_pipe("entangle")
+    return [(o.subword, o.char) for o in entangle.predict([nlp.make_doc(t) for t in DOCS])]
+
+
+def _same(a, b, atol=1e-5):
+    assert len(a) == len(b)
+    for (sa, ca), (sb, cb) in zip(a, b):
+        numpy.testing.assert_allclose(sa, sb, atol=atol)
+        numpy.testing.assert_allclose(ca, cb, atol=atol)
+
+
+def _engine(nlp):
+    return nlp.get_pipe("entangle").model.shims[0]._fast_model
+
+
+def _parts(nlp):
+    from spacy_entangle.modeling.engines.onnx import parts
+
+    return sorted(parts(_engine(nlp)))
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory, grown_dir, bert_dir):
+    """The shipped shape on tiny backbones: `plain` saved as trained, `cached` saved in
+    onnx-int8 after both engine modes exported their graphs (the one onnx-int8 export of
+    this module), with the states each mode predicted."""
+    for name in ("onnxruntime", "onnx", "onnxscript"):
+        pytest.importorskip(name)
+    nlp = build(grown_dir, bert_dir, components=("ner",), side="both", n_coattention=1, store_output=False)
+    train(nlp, n_steps=2)
+    root = tmp_path_factory.mktemp("fast")
+    nlp.to_disk(root / "plain")
+    fast = spacy.load(root / "plain", config=_config("onnx-int8"))
+    shim = fast.get_pipe("entangle").model.shims[0]
+    states = {}
+    for mode in ("onnx-int8", "onnx"):
+        shim.set_inference(mode)
+        states[mode] = _states(fast)  # the first prediction exports the mode's graphs
+    fast.to_disk(root / "cached")
+    return root, states
+
+
+def test_saved_graphs_are_read_on_load_instead_of_exported(saved, monkeypatch, caplog):
+    """The cached pipeline holds both modes' graphs; loading it exports nothing (an export
+    would fail here and warn), runs the same parts and predicts the same states."""
+    import spacy_entangle.modeling.engines.onnx as engine
+
+    def no_export(*args, **kwargs):
+        raise AssertionError("exported instead of reading the saved graph")
+
+    root, states = saved
+    monkeypatch.setattr(engine, "_write_graph", no_export)
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.INFO, "spacy_entangle"):
+        warnings.simplefilter("always")
+        for mode in ("onnx-int8", "onnx"):
+            nlp = spacy.load(root / "cached", config=_config(mode))
+            _same(_states(nlp), states[mode])
+            assert _parts(nlp) == ENGINE_PARTS[mode]
+    assert not [w for w in caught if "ONNX export" in str(w.message)]
+    assert not caplog.records
+    assert _engine(nlp).subword_encoder.smoothed is False  # onnx: never smoothed
+    held = spacy.load(root / "cached").get_pipe("entangle").model.shims[0].graph_names()
+    assert sorted(held) == sorted(
+        [
+            "onnx:char_encoder.words/inputs_embeds",
+            "onnx:subword_encoder/input_ids",
+            "onnx-int8:char_encoder.words/inputs_embeds",
+            "onnx-int8:char_layers.0/inputs5",
+            "onnx-int8:sub_layers.0/inputs5",
+            "onnx-int8:subword_encoder/input_ids",
+        ]
+    )
+
+
+def test_without_saved_graphs_it_exports_once_and_says_so_in_one_line(saved, caplog):
+    root, states = saved
+    nlp = spacy.load(root / "plain", config=_config("onnx"))
+    with caplog.at_level(logging.INFO, "spacy_entangle"):
+        _same(_states(nlp), states["onnx"])
+        _states(nlp)  # exported once
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "exported 2 ONNX graph(s) for inference = 'onnx' in " in line
+    assert "(the pipeline was saved without them)" in line and "nlp.to_disk" in line
+    caplog.clear()
+    nlp.update(examples(nlp), sgd=SGD(0.05))  # other weights: their graphs are exported again
+    with caplog.at_level(logging.INFO, "spacy_entangle"):
+        nlp(DOCS[0])
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "exported 2 ONNX graph(s)" in line and "the weights changed" in line
+
+
+def test_graphs_of_other_weights_or_settings_are_not_used():
+    from spacy_entangle.modeling.engines.graphs import GraphStore, ModeGraphs, SavedGraph
+
+    store = GraphStore()
+    store.for_mode("onnx", {}).graphs["subword_encoder/input_ids"] = SavedGraph(b"graph bytes")
+    files = store.to_files("a" * 64)
+    assert GraphStore.from_files(files, "a" * 64).names() == ["onnx:subword_encoder/input_ids"]
+    other = GraphStore.from_files(files, "b" * 64)
+    assert other.names() == [] and other.reason == "the saved ones were exported from other weights"
+    damaged = {**files, "onnx/onnx/subword_encoder.input_ids.onnx": b"other bytes"}
+    assert GraphStore.from_files(damaged, "a" * 64).names() == []
+    held = GraphStore.from_files(files, "a" * 64)
+    assert isinstance(held.for_mode("onnx", {"smoothing": 0.5}), ModeGraphs)
+    assert held.names() == [] and held.reason == "the saved ones were made with other engine settings"
+
+
+_NO_ONNXRUNTIME = """
+import json, sys, warnings
+
+sys.modules["onnxruntime"] = None  # as if not installed: importing it fails, find_spec finds nothing
+import numpy, spacy
+
+path = sys.argv[1]
+texts = ["Apple is buying a U.K. startup 😀 for $1 billion", "@john went to Paris!!!"]
+
+def states(nlp):
+    out = nlp.get_pipe("entangle").predict([nlp.make_doc(t) for t in texts])
+    return [o.subword.tolist() for o in out]
+
+exact = states(spacy.load(path, config={"components": {"entangle": {"inference": "fp32"}}}))
+result = {}
+for setting in ("saved", "auto", "onnx"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        config = {} if setting == "saved" else {"components": {"entangle": {"inference": setting}}}
+        nlp = spacy.load(path, config=config)
+        got = states(nlp)
+    result[setting] = {
+        "inference": nlp.get_pipe("entangle").model.shims[0].inference,
+        "mode": nlp.get_pipe("entangle").model.shims[0].predict_mode,
+        "warnings": [str(w.message) for w in caught if "ONNX Runtime" in str(w.message)],
+        "same": len(got) == len(exact) and all(numpy.allclose(a, b, atol=1e-5) for a, b in zip(got, exact)),
+    }
+print(json.dumps(result))
+"""
+
+
+def test_saved_in_an_onnx_mode_it_loads_and_predicts_fp32_without_onnxruntime(saved, tmp_path):
+    """The cached pipeline was saved in onnx-int8 (its config.cfg says so): where onnxruntime
+    cannot be imported it loads, warns once naming the override, and predicts in fp32; so do
+    `auto` and `onnx` set at load."""
+    root, _ = saved
+    script = tmp_path / "no_onnxruntime.py"
+    script.write_text(_NO_ONNXRUNTIME, encoding="utf8")
+    run = subprocess.run(
+        [sys.executable, str(script), str(root / "cached")], capture_output=True, text=True, timeout=300, cwd=REPO
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["saved"]["inference"] == "onnx-int8"
+    for setting, got in result.items():
+        assert got["mode"] == "fp32" and got["same"], (setting, got)
+        (warning,) = got["warnings"]
+        assert "inference = 'fp32'" in warning and "pip install 'spacy-entangle[onnx]'" in warning
+
+
+@pytest.mark.parametrize("mode", INFERENCE_MODES)
+def test_the_pipeline_pickles_copies_and_replaces_listeners_before_and_after_predicting(saved, mode):
+    root, _ = saved
+    nlp = spacy.load(root / "cached", config=_config(mode))
+    copies = [pickle.loads(pickle.dumps(nlp)), copy.deepcopy(nlp)]
+    reference = _states(nlp)  # the first prediction: an engine mode's sessions now exist
+    copies += [pickle.loads(pickle.dumps(nlp)), copy.deepcopy(nlp)]
+    for other in copies:
+        _same(_states(other), reference, atol=1e-4)
+    ents = [[(e.start, e.end, e.label_) for e in doc.ents] for doc in nlp.pipe(DOCS)]
+    nlp.replace_listeners("entangle", "ner", ["model.tok2vec"])
+    nlp.remove_pipe("entangle")  # no listener reads it now: `ner` predicts with its own copy
+    assert [[(e.start, e.end, e.label_) for e in doc.ents] for doc in nlp.pipe(DOCS)] == ents
+    assert [[(e.start, e.end) for e in doc.ents] for doc in pickle.loads(pickle.dumps(nlp)).pipe(DOCS)] == [
+        [(s, e) for s, e, _ in doc] for doc in ents
+    ]
+
+
+_N_PROCESS = """
+import json, multiprocessing, sys
+
+def predicted(nlp, texts, **kwargs):
+    return [doc.tensor for doc in nlp.pipe(texts, batch_size=1, **kwargs)]
+
+def main():
+    import numpy, spacy, torch
+
+    path, modes = sys.argv[1], sys.argv[2].split(",")
+    texts = ["Apple is buying a U.K. startup 😀 for $1 billion", "@john went to Paris!!!"]
+    result = {}
+    for start, modes in (("fork", modes), ("spawn", ["onnx-int8"])):
+        multiprocessing.set_start_method(start, force=True)
+        for mode in modes:
+            config = {"components": {"entangle": {"inference": mode, "doc_tensor": "both"}}}
+            nlp = spacy.load(path, config=config)
+            torch.set_num_threads(2)  # the parent predicts on two threads first
+            parent = predicted(nlp, texts)
+            workers = predicted(nlp, texts, n_process=2)
+            tolerance = 0.05 if mode == "bf16" else 1e-3
+            same = len(workers) == len(parent) and all(numpy.allclose(a, b, atol=tolerance) for a, b in zip(parent, workers))
+            result[f"{start} {mode}"] = same
+    print(json.dumps(result))
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_n_process_never_hangs_after_a_prediction_on_two_threads(saved, tmp_path):
+    """torch's thread pool does not survive a fork (nor do ONNX Runtime's sessions): the
+    workers predict what the parent predicts, in every mode under fork, and under spawn (the
+    pickled pipeline rebuilds its engine from the saved graphs, no export); a hang fails by
+    the timeout. OMP_WAIT_POLICY=PASSIVE: two torch threads spin-wait on a busy machine."""
+    root, _ = saved
+    script = tmp_path / "n_process.py"
+    script.write_text(_N_PROCESS, encoding="utf8")
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    try:
+        run = subprocess.run(
+            [sys.executable, str(script), str(root / "cached"), ",".join(INFERENCE_MODES)],
+            capture_output=True,
+            text=True,
+            timeout=400,
+            cwd=REPO,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("nlp.pipe(n_process=2) hung")
+    assert run.returncode == 0, run.stderr[-3000:]
+    expected = {f"fork {mode}": True for mode in INFERENCE_MODES}
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == {**expected, "spawn onnx-int8": True}
+    assert "ONNX graph(s) for inference" not in run.stderr, "the workers read the saved graphs"
+
+
+def test_auto_is_the_fast_cpu_mode_and_the_model_itself_on_a_gpu():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert inference_on_device("auto", "cpu") == "onnx-int8"
+        assert inference_on_device("auto", "cuda") == "fp32"
+
+
+def test_the_package_step_ships_auto_with_its_graphs_and_the_onnx_extra(saved, tmp_path, monkeypatch, caplog):
+    """project/scripts/fast_default.py sets `inference = "auto"` and saves the graphs it predicts
+    with (here read from the cached pipeline: nothing is exported again); package_meta.py then
+    names the `onnx` extra in the package's requirements, and only then."""
+    from fast_default import main as fast_default
+    from package_meta import inference_extras, plugin_requirement
+
+    root, states = saved
+    shipped = tmp_path / "shipped"
+    shutil.copytree(root / "cached", shipped)
+    with caplog.at_level(logging.INFO, "spacy_entangle"):
+        fast_default(shipped, None, "auto")
+    assert not caplog.records, "the saved graphs were used"
+    nlp = spacy.load(shipped)
+    shim = nlp.get_pipe("entangle").model.shims[0]
+    assert nlp.config["components"]["entangle"]["inference"] == "auto"
+    assert (shim.inference, shim.predict_mode) == ("auto", "onnx-int8")
+    assert "onnx-int8:subword_encoder/input_ids" in shim.graph_names()
+    _same(_states(nlp), states["onnx-int8"])
+    assert inference_extras(shipped) == ["onnx"] and inference_extras(root / "plain") == []
+    assert plugin_requirement(["onnx"]).startswith("spacy-entangle[onnx]>=")
