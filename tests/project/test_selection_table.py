@@ -1,4 +1,4 @@
-"""project/scripts/variants.py select-table: the README's table of the shipped choice is what
+"""project/scripts/variants.py select-table: the table of the shipped choice in docs/results/wnut17.md is what
 the committed meta/selection.json gives, and the rendering of a selection that `select` wrote
 (real metrics files in a temporary tree): mean ± sample std over the seeds, the choice in bold
 as en_entangle_wnut, every reference's drop ratio, the earlier round's rows marked."""
@@ -26,13 +26,13 @@ def _seeds(metrics: Path, name: str, pairs) -> None:
             (metrics / name / f"seed{seed}_dev{suffix}.json").write_text(json.dumps({"ents_f": f}), encoding="utf8")
 
 
-def test_readme_table_is_the_committed_record():
+def test_results_page_table_is_the_committed_record():
     r = _run("select-table", "--check")
     assert r.returncode == 0, r.stdout + r.stderr
     selection = srsly.read_json(ROOT / "project" / "meta" / "selection.json")
     ship = srsly.read_yaml(ROOT / "project" / "project.yml")["vars"]["ship_variant"]
-    readme = (ROOT / "README.md").read_text(encoding="utf8")
-    block = readme[readme.index("<!-- selection:start -->") : readme.index("<!-- selection:end -->")]
+    page = (ROOT / "docs" / "results" / "wnut17.md").read_text(encoding="utf8")
+    block = page[page.index("<!-- selection:start -->") : page.index("<!-- selection:end -->")]
     # the bold row is the committed choice, the one project.yml ships; every row is there
     assert selection["chosen"] == ship and f"| **`{ship}` = `en_entangle_wnut`** |" in block
     names = [row["name"] for row in selection["candidates"] + [selection["reference"]]]
@@ -65,8 +65,8 @@ def test_select_records_references_and_table_renders(tmp_path):
 
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- selection:start -->\nOLD TABLE\n<!-- selection:end -->\nrest\n", encoding="utf8")
-    assert _run("select-table", "--selection", out, "--readme", readme, "--check").returncode != 0
-    r = _run("select-table", "--selection", out, "--readme", readme)
+    assert _run("select-table", "--selection", out, "--page", readme, "--check").returncode != 0
+    r = _run("select-table", "--selection", out, "--page", readme)
     assert r.returncode == 0, r.stdout + r.stderr
     text = readme.read_text(encoding="utf8")
     assert text.startswith("intro\n") and text.endswith("rest\n") and "OLD TABLE" not in text
@@ -89,6 +89,8 @@ def test_select_records_references_and_table_renders(tmp_path):
     )
     assert lines[8].startswith("| `baseline-aug` (reference, earlier round) | spacy-transformers + augmenter | 3 |")
     assert f"`{first}` of that round" in text
+    assert _run("select-table", "--selection", out, "--page", readme, "--check").returncode == 0
+    # --readme, the option's old name, still names the page
     assert _run("select-table", "--selection", out, "--readme", readme, "--check").returncode == 0
     # a recorded figure is rounded half up from its decimals (an earlier round's 4: 0.0055 is 0.6)
     assert record["candidates"][1]["name"] == "entangle-both"

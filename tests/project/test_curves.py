@@ -1,0 +1,117 @@
+"""project/scripts/curves.py: the learning-curve summary on the results page is what the
+committed meta/curves/ files give; `collect` finds each project's curve file; `summarise`
+reads the best point as spaCy's patience does (the earliest of equal scores)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "project" / "scripts" / "curves.py"
+sys.path.insert(0, str(SCRIPT.parent))
+
+import curves  # noqa: E402
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+
+
+def _point(step, clean, noisy, cpu):
+    return {
+        "step": step,
+        "passes": step / 100,
+        "cpu_seconds": cpu,
+        "score": clean,
+        "scores": {"dev": {"ents_f": clean}, "dev_noise0.5": {"ents_f": noisy}},
+    }
+
+
+def _write(path: Path, points) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(p) + "\n" for p in points), encoding="utf8")
+
+
+def test_the_results_page_is_the_committed_curves():
+    r = _run("render", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_summarise_takes_the_earliest_best_and_says_whether_the_curve_levelled_off():
+    wnut = next(c for c in curves.CURVES if c.task == "wnut17" and c.role == "entangle")
+    points = [
+        _point(0, 0.0, 0.0, 1),
+        _point(200, 0.5, 0.4, 60),
+        _point(400, 0.55, 0.45, 120),
+        _point(600, 0.55, 0.4, 180),
+    ]
+    points += [_point(800, 0.54, 0.44, 240), _point(1000, 0.53, 0.44, 300)]
+    s = curves.summarise(wnut, points)
+    assert (s.best_step, s.best, s.noisy_at_best, s.passes_at_best) == (400, 0.55, 0.45, 4.0)
+    assert s.cpu_minutes_at_best == pytest.approx(2.0) and s.cpu_minutes_total == pytest.approx(5.0)
+    assert s.levelled  # 400 <= 0.8 * 1000
+    assert not curves.summarise(wnut, points[:3]).levelled  # the best is the last point: still rising
+    with pytest.raises(ValueError, match="no points"):
+        curves.summarise(wnut, [])
+
+
+def test_collect_copies_each_projects_curve_and_render_writes_the_table(tmp_path):
+    root = tmp_path / "project"
+    _write(
+        root / "metrics" / "curves" / "entangle-aug_seed0.jsonl", [_point(0, 0.1, 0.05, 5), _point(200, 0.5, 0.4, 65)]
+    )
+    _write(root / "masakhaner" / "metrics" / "curves" / "swa" / "baseline_seed0.jsonl", [_point(0, 0.2, 0.1, 3)])
+    meta = tmp_path / "meta"
+    r = _run("collect", "--root", root, "--meta", meta)
+    assert r.returncode == 0, r.stderr
+    assert sorted(str(p.relative_to(meta)) for p in meta.rglob("*.jsonl")) == [
+        "masakhaner-swa/baseline_seed0.jsonl",
+        "wnut17/entangle-aug_seed0.jsonl",
+    ]
+    page = tmp_path / "curves.md"
+    page.write_text(
+        "<!-- curves:start -->\n<!-- curves:end -->\n<!-- budget:start -->\n<!-- budget:end -->\n", encoding="utf8"
+    )
+    alone = ("--budget", tmp_path / "no-budget", "--selection", tmp_path / "no-selection.json")
+    assert _run("render", "--meta", meta, "--page", page, *alone).returncode == 0
+    text = page.read_text(encoding="utf8")
+    assert "| WNUT-17 NER | entangle (`entangle-aug`) | dev F1 | 50.0 | 40.0 | 200 | 2.0 | 1 | 200 | 1 | no |" in text
+    assert "| MasakhaNER swa | baseline (`baseline`) |" in text
+    assert "No seeds at a chosen budget" in text
+    assert _run("render", "--meta", meta, "--page", page, "--check", *alone).returncode == 0
+    _write(meta / "wnut17" / "entangle-aug_seed0.jsonl", [_point(0, 0.3, 0.2, 5)])
+    assert _run("render", "--meta", meta, "--page", page, "--check", *alone).returncode != 0
+
+
+def test_budget_rows_are_the_seeds_best_points_and_the_selection_file(tmp_path):
+    """A seed's score is its best clean evaluation (model-best) and the noisy score there;
+    rows give the mean and the sample standard deviation over seeds."""
+    budget = tmp_path / "budget"
+    _write(budget / "wnut17" / "baseline_1600_seed0.jsonl", [_point(200, 0.50, 0.30, 9), _point(400, 0.54, 0.32, 19)])
+    _write(budget / "wnut17" / "baseline_1600_seed1.jsonl", [_point(200, 0.56, 0.36, 9), _point(400, 0.52, 0.30, 19)])
+    _write(budget / "wnut17" / "baseline_1600_seed2.jsonl", [_point(200, 0.58, 0.34, 9)])
+    _write(budget / "wnut17" / "notes.jsonl", [_point(200, 0.1, 0.1, 1)])  # not a seed run: ignored
+    selection = tmp_path / "selection.json"
+    entry = {"seeds": [0, 1, 2], "dev_f1": [0.5, 0.01], "dev_f1_noise0.5": [0.4, 0.02], "drop_noise0.5": [0.1, 0.0]}
+    selection.write_text(
+        json.dumps({"chosen": "e", "reference": {"name": "b", **entry}, "candidates": [{"name": "e", **entry}]}),
+        encoding="utf8",
+    )
+    rows = curves.budget_rows(budget, selection)
+    assert [(r.variant, r.steps, r.source) for r in rows] == [
+        ("b", 600, "meta/selection.json"),
+        ("e", 600, "meta/selection.json"),
+        ("baseline", 1600, "meta/budget/wnut17/"),
+    ]
+    seeds = rows[2]
+    assert seeds.seeds == (0, 1, 2)
+    assert seeds.clean == pytest.approx((0.56, 0.02))  # 0.54, 0.56, 0.58
+    assert seeds.noisy == pytest.approx((0.34, 0.02))  # 0.32, 0.36, 0.34: each at its best clean point
+    table = curves.render_budget(rows)
+    assert (
+        "| wnut17 | `baseline` | 1600 | 0, 1, 2 | 56.0 ± 2.0 | 34.0 ± 2.0 | 22.0 ± 2.0 | meta/budget/wnut17/ |" in table
+    )
+    assert "| wnut17 | `b` | 600 | 0, 1, 2 | 50.0 ± 1.0 | 40.0 ± 2.0 | 10.0 ± 0.0 | meta/selection.json |" in table
