@@ -1,7 +1,7 @@
 """The paper-parity table: every paper task, the shipped recipe against its baseline, 3 seeds.
 
     python scripts/paper_parity.py collect [--root .] [--parity meta/paper_parity.json]
-    python scripts/paper_parity.py render  [--parity meta/paper_parity.json] [--readme ../README.md] [--check]
+    python scripts/paper_parity.py render  [--parity meta/paper_parity.json] [--page ../docs/results/tasks.md] [--check]
 
 `collect` reads the per-seed dev metrics that each project's `seeds` commands wrote
 (ROOT/FOLDER/metrics/VARIANT[/LANG]/seedN_dev.json; WNUT-17's also seedN_dev_noise0.5.json)
@@ -9,9 +9,10 @@ and stores every seed's figure in the committed meta/paper_parity.json ("ours"),
 paper's figures ("paper", entered by hand with their source; kept as they are). Tasks or
 seeds that have not run are left out of "ours" with a note, never filled in.
 `render` builds the markdown tables from that file alone (mean ± sample std over the seeds,
-the difference of the means) and writes them between the README's paper-parity markers (and
-paper-parity-noaug's: the shipped recipe less the char-noise augmenter, on the clean tasks);
-`--check` fails when the README's table is not what the file gives (tests/project runs it).
+the difference of the means) and writes them between the paper-parity markers of the results
+page, docs/results/tasks.md (and paper-parity-noaug's: the shipped recipe less the char-noise
+augmenter, on the clean tasks); `--check` fails when the page's table is not what the file
+gives (tests/project runs it). `--readme` is the old name of `--page`.
 The metrics folders are not committed: meta/paper_parity.json is the record that ships.
 """
 
@@ -28,6 +29,7 @@ import typer
 from tables import fmt_mean_spread, mean_spread, read_json, write_marked_block
 
 HERE = Path(__file__).resolve().parent.parent
+PAGE = HERE.parent / "docs" / "results" / "tasks.md"  # the results page with the markers
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ def paper_cell(paper: Optional[Dict], which: str) -> str:
 
 
 def table(parity: Dict) -> List[str]:
-    """The README's table: one line per row that has a figure of ours or of the paper."""
+    """The results page's table: one line per row that has a figure of ours or of the paper."""
     lines = [
         "| task | score | paper: entangle | paper: baseline | ours: shipped recipe | ours: baseline | ours − baseline |",
         "|---|---|---:|---:|---:|---:|---:|",
@@ -154,7 +156,7 @@ def table(parity: Dict) -> List[str]:
 
 
 def noaug_table(parity: Dict) -> List[str]:
-    """The README's second table: the shipped recipe less the augmenter, beside the shipped
+    """The results page's second table: the shipped recipe less the augmenter, beside the shipped
     recipe and the baseline (one line per NOAUG_ROWS row that has run)."""
     lines = [
         "| task | score | ours: shipped recipe | ours: less the augmenter | ours: baseline | less the augmenter − baseline |",
@@ -200,17 +202,17 @@ def collect(
 @app.command()
 def render(
     parity_file: Path = typer.Option(HERE / "meta" / "paper_parity.json", "--parity"),
-    readme: Path = typer.Option(HERE.parent / "README.md", "--readme"),
-    check: bool = typer.Option(False, "--check", help="fail if the README's table differs; write nothing"),
+    page: Path = typer.Option(PAGE, "--page", "--readme", help="the results page holding the markers"),
+    check: bool = typer.Option(False, "--check", help="fail if the page's table differs; write nothing"),
 ) -> None:
-    """Write the two tables of --parity between the README's paper-parity and
+    """Write the two tables of --parity between the results page's paper-parity and
     paper-parity-noaug markers."""
     parity = read_json(parity_file)
     if parity is None:
         sys.exit(f"✘ paper_parity.py: no {parity_file}")
     command = "python scripts/paper_parity.py render"
-    write_marked_block(readme, "paper-parity", table(parity), parity_file, command, check)
-    write_marked_block(readme, "paper-parity-noaug", noaug_table(parity), parity_file, command, check)
+    write_marked_block(page, "paper-parity", table(parity), parity_file, command, check)
+    write_marked_block(page, "paper-parity-noaug", noaug_table(parity), parity_file, command, check)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:

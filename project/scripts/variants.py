@@ -7,7 +7,7 @@
     python scripts/variants.py compare [NAME ...] [--output metrics/compare.md] [--plot metrics/compare.png]
     python scripts/variants.py select NAME [NAME ...] [--prior meta/selection.json] [--noise 0.5] [--min-seeds 3]
         [--char-encoder grown] [--reference baseline --reference baseline-aug] [--output metrics/selection.json]
-    python scripts/variants.py select-table [--selection meta/selection.json] [--readme ../README.md] [--check]
+    python scripts/variants.py select-table [--selection meta/selection.json] [--page ../docs/results/wnut17.md] [--check]
     python scripts/variants.py pipelines [NAME ...] --output metrics/pipelines_seed0.txt [--seed 0]
     python ../scripts/variants.py train-one NAME --output DIR [--time PATH] [--variants variants.yml]
         [--configs-dir ../../configs] [--char-dir DIR] [--override KEY=VALUE ...] [-- EXTRA ARGS]

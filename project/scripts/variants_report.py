@@ -12,9 +12,10 @@ with the `min_seeds` its round admitted it under; a variant with metrics in --me
 measured there instead. The baseline's figures also come from the prior when not measured;
 each further --reference (e.g. baseline-aug) is recorded beside it, in `other_references`.
 
-`select-table` renders the committed selection (meta/selection.json) as the README's table,
-between its `<!-- selection:start -->` / `<!-- selection:end -->` markers; `--check` fails
-when the README's table is not what the file gives (tests/project runs it).
+`select-table` renders the committed selection (meta/selection.json) as the table of the
+results page docs/results/wnut17.md, between its `<!-- selection:start -->` /
+`<!-- selection:end -->` markers; `--check` fails when the page's table is not what the file
+gives (tests/project runs it). `--readme` is the old name of `--page`.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ from tables import (
     write_marked_block,
     write_report,
 )
+
+# the results page whose selection markers select-table fills
+SELECTION_PAGE = HERE.parent / "docs" / "results" / "wnut17.md"
 
 
 def load_rows(metrics_dir: Path, names: Sequence[str]) -> List[Dict]:
@@ -405,7 +409,7 @@ def _setting_cell(key: str, value: str) -> str:
 
 
 def selection_table(selection: Dict) -> List[str]:
-    """The README's table of a selection JSON: the candidates, best select score first (the
+    """The results page's table of a selection JSON: the candidates, best select score first (the
     chosen one in bold, marked en_entangle_wnut), then the references; each drop over each
     reference's, from the recorded means."""
     rate = str(selection["noise_rate"])
@@ -461,13 +465,13 @@ def selection_table(selection: Dict) -> List[str]:
 @app.command("select-table")
 def select_table(
     selection_file: Path = typer.Option(HERE / "meta" / "selection.json", "--selection"),
-    readme: Path = typer.Option(HERE.parent / "README.md", "--readme"),
-    check: bool = typer.Option(False, "--check", help="fail if the README's table differs; write nothing"),
+    page: Path = typer.Option(SELECTION_PAGE, "--page", "--readme", help="the results page holding the markers"),
+    check: bool = typer.Option(False, "--check", help="fail if the page's table differs; write nothing"),
 ) -> None:
-    """Write the table of --selection (the committed choice) between the README's selection
-    markers."""
+    """Write the table of --selection (the committed choice) between the results page's
+    selection markers."""
     selection = read_json(selection_file)
     if selection is None:
         raise SystemExit(f"variants.py select-table: no {selection_file}")
     command = "cd project && python scripts/variants.py select-table"
-    write_marked_block(readme, "selection", selection_table(selection), selection_file, command, check)
+    write_marked_block(page, "selection", selection_table(selection), selection_file, command, check)

@@ -1,0 +1,353 @@
+"""Learning curves of every task: entangle's recipe beside its baseline, trained once to a large
+budget (`variants.py train-one ... --curve`), dev clean and at noise 0.5 at every evaluation.
+
+    python scripts/curves.py collect [--root .] [--meta meta/curves]
+    python scripts/curves.py render  [--meta meta/curves] [--page ../docs/results/curves.md] [--check]
+    python scripts/curves.py plot    [--meta meta/curves] [--output ../docs/results/curves.png]
+    python scripts/curves.py collect-budget VARIANT STEPS [--task wnut17] [--root .]
+
+`collect` copies each curve file that the projects wrote (ROOT/FOLDER/metrics/curves/...) into
+the committed meta/curves/TASK/VARIANT_seedN.jsonl; `render` writes the summary table (per curve:
+the best clean dev score, the step, passes and CPU-minutes where it was reached, the score at
+noise 0.5 there, whether the curve levelled off: its best before the last fifth of the run)
+between the results page's markers, and `--check` fails when the page is not what the files
+give; `plot` draws every task's curves, entangle beside the baseline, clean and noisy.
+The budget of each model is read off its own curve: the step of its best clean dev score.
+
+The seeds at a chosen budget (`variants.py train-one VARIANT --max-steps B --curve ...`, the
+learning-rate schedule ending at B) are kept as meta/budget/TASK/VARIANT_B_seedN.jsonl
+(`collect-budget`); `render` also writes their table between the page's `budget` markers: per
+model and budget, the mean and sample standard deviation over seeds of the best clean dev score
+of each run (the checkpoint spaCy keeps as model-best) and of the score at noise 0.5 there.
+The shipped recipe's and the baseline's seeds at the old 600-step budget come from
+meta/selection.json (the same measurement, made by `variants.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import typer
+from tables import write_marked_block
+
+HERE = Path(__file__).resolve().parent.parent
+META = HERE / "meta" / "curves"
+BUDGET = HERE / "meta" / "budget"
+SELECTION = HERE / "meta" / "selection.json"
+PAGE = HERE.parent / "docs" / "results" / "curves.md"
+PLOT = HERE.parent / "docs" / "results" / "curves.png"
+NOISY = "dev_noise0.5"
+# a curve has levelled off when its best clean score came before the last fifth of the run
+LEVELLED = 0.8
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One curve run: which project wrote it, where, and what it is."""
+
+    task: str  # the folder under meta/curves and the plot's panel
+    title: str
+    folder: str  # the project, relative to ROOT
+    path: str  # the curve file, relative to the project
+    variant: str
+    role: str  # "entangle" or "baseline"
+    metric: str  # the clean/noisy score's key
+    score_name: str
+
+
+def _curves() -> List[Curve]:
+    out = []
+    tasks = [
+        ("wnut17", "WNUT-17 NER", ".", "", "entangle-aug", "ents_f", "dev F1"),
+        ("tweebank", "Tweebank v2 POS", "tweebank", "", "both-mild", "tag_acc", "dev UPOS acc"),
+        ("tweeteval", "TweetEval emotion", "tweeteval", "", "mean-both-mild", "cats_macro_f", "val macro-F1"),
+        ("masakhaner-swa", "MasakhaNER swa", "masakhaner", "swa/", "both-mild", "ents_f", "dev F1"),
+    ]
+    for task, title, folder, sub, entangle, metric, name in tasks:
+        for variant, role in ((entangle, "entangle"), ("baseline", "baseline")):
+            out.append(
+                Curve(task, title, folder, f"metrics/curves/{sub}{variant}_seed0.jsonl", variant, role, metric, name)
+            )
+    return out
+
+
+CURVES = _curves()
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+
+
+def read_points(path: Path) -> List[Dict[str, Any]]:
+    lines = path.read_text(encoding="utf8").splitlines()
+    return sorted((json.loads(line) for line in lines if line.strip()), key=lambda p: p["step"])
+
+
+def meta_file(meta: Path, curve: Curve) -> Path:
+    return meta / curve.task / Path(curve.path).name
+
+
+@dataclass
+class Summary:
+    """What a curve says: where its best clean score is and what the run cost to get there."""
+
+    curve: Curve
+    points: int
+    last_step: int
+    best_step: int
+    best: float
+    noisy_at_best: Optional[float]
+    passes_at_best: Optional[float]
+    cpu_minutes_at_best: float
+    cpu_minutes_total: float
+
+    @property
+    def levelled(self) -> bool:
+        return self.best_step <= LEVELLED * self.last_step
+
+
+def summarise(curve: Curve, points: List[Dict[str, Any]]) -> Summary:
+    if not points:
+        raise ValueError(f"{curve.task}/{curve.variant}: the curve has no points")
+    # the earliest of equal best scores, as spaCy's patience counts
+    best = max(points, key=lambda p: (p["scores"]["dev"].get(curve.metric) or 0.0, -p["step"]))
+    noisy = best["scores"].get(NOISY, {}).get(curve.metric)
+    return Summary(
+        curve=curve,
+        points=len(points),
+        last_step=points[-1]["step"],
+        best_step=best["step"],
+        best=best["scores"]["dev"].get(curve.metric) or 0.0,
+        noisy_at_best=noisy,
+        passes_at_best=best.get("passes"),
+        cpu_minutes_at_best=best["cpu_seconds"] / 60,
+        cpu_minutes_total=points[-1]["cpu_seconds"] / 60,
+    )
+
+
+def summaries(meta: Path) -> List[Summary]:
+    out = []
+    for curve in CURVES:
+        path = meta_file(meta, curve)
+        if path.exists():
+            out.append(summarise(curve, read_points(path)))
+    return out
+
+
+def render_table(rows: List[Summary]) -> str:
+    head = (
+        "| task | model | score | best dev | at noise 0.5 | best at step | passes | CPU-min to best | "
+        "last step | CPU-min in all | levelled off |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n"
+    )
+    lines = []
+    for s in rows:
+        noisy = f"{100 * s.noisy_at_best:.1f}" if s.noisy_at_best is not None else "–"
+        passes = f"{s.passes_at_best:.1f}" if s.passes_at_best is not None else "–"
+        lines.append(
+            f"| {s.curve.title} | {s.curve.role} (`{s.curve.variant}`) | {s.curve.score_name} | {100 * s.best:.1f} | "
+            f"{noisy} | {s.best_step} | {passes} | {s.cpu_minutes_at_best:.0f} | {s.last_step} | "
+            f"{s.cpu_minutes_total:.0f} | {'yes' if s.levelled else 'no'} |"
+        )
+    return head + "\n".join(lines) + "\n" if lines else "No curve has been collected yet.\n"
+
+
+MeanSd = Tuple[float, float]
+
+
+def mean_sd(values: List[float]) -> MeanSd:
+    """The mean and the sample standard deviation (0 for one value)."""
+    return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+@dataclass(frozen=True)
+class BudgetRow:
+    """One model at one budget over seeds: each seed's best clean dev score (the checkpoint
+    spaCy keeps) and its score at noise 0.5 there, as mean and sample standard deviation."""
+
+    task: str
+    variant: str
+    steps: int
+    seeds: Tuple[int, ...]
+    clean: MeanSd
+    noisy: MeanSd
+    drop: MeanSd
+    source: str
+
+    def cells(self) -> List[str]:
+        def pm(value: MeanSd) -> str:
+            return f"{100 * value[0]:.1f} ± {100 * value[1]:.1f}"
+
+        seeds = ", ".join(map(str, self.seeds))
+        return [
+            self.task,
+            f"`{self.variant}`",
+            str(self.steps),
+            seeds,
+            pm(self.clean),
+            pm(self.noisy),
+            pm(self.drop),
+            self.source,
+        ]
+
+
+BUDGET_NAME = re.compile(r"^(?P<variant>.+)_(?P<steps>\d+)_seed(?P<seed>\d+)\.jsonl$")
+
+
+def budget_rows(budget: Path, selection: Optional[Path]) -> List[BudgetRow]:
+    """The 600-step rows of the baseline and the shipped recipe from the selection file, then
+    every model and budget whose seeds are kept (meta/budget/TASK/VARIANT_STEPS_seedN.jsonl)."""
+    rows: List[BudgetRow] = []
+    if selection is not None and selection.exists():
+        data = json.loads(selection.read_text(encoding="utf8"))
+        chosen = next(c for c in data["candidates"] if c["name"] == data["chosen"])
+        for entry in (data["reference"], chosen):
+            kept = (tuple(entry["dev_f1"]), tuple(entry["dev_f1_noise0.5"]), tuple(entry["drop_noise0.5"]))
+            rows.append(BudgetRow("wnut17", entry["name"], 600, tuple(entry["seeds"]), *kept, "meta/selection.json"))
+    runs: Dict[Tuple[str, str, int], List[Tuple[int, float, float]]] = {}
+    for path in sorted(budget.glob("*/*.jsonl")) if budget.exists() else []:
+        match = BUDGET_NAME.match(path.name)
+        if match is None:
+            continue
+        task = path.parent.name
+        metric = next(c.metric for c in CURVES if c.task == task)
+        points = read_points(path)
+        best = max(points, key=lambda p: (p["scores"]["dev"].get(metric) or 0.0, -p["step"]))
+        clean = best["scores"]["dev"].get(metric) or 0.0
+        noisy = best["scores"].get(NOISY, {}).get(metric) or 0.0
+        runs.setdefault((task, match["variant"], int(match["steps"])), []).append((int(match["seed"]), clean, noisy))
+    for (task, variant, steps), seeds in sorted(runs.items()):
+        seeds.sort()
+        clean, noisy = [s[1] for s in seeds], [s[2] for s in seeds]
+        drop = [c - n for c, n in zip(clean, noisy)]
+        ids = tuple(s[0] for s in seeds)
+        rows.append(
+            BudgetRow(task, variant, steps, ids, mean_sd(clean), mean_sd(noisy), mean_sd(drop), f"meta/budget/{task}/")
+        )
+    return rows
+
+
+def render_budget(rows: List[BudgetRow]) -> str:
+    head = (
+        "| task | model | budget (steps) | seeds | best dev | at noise 0.5 | drop | from |\n"
+        "|---|---|---:|---|---:|---:|---:|---|\n"
+    )
+    lines = ["| " + " | ".join(row.cells()) + " |" for row in rows]
+    return head + "\n".join(lines) + "\n" if lines else "No seeds at a chosen budget have been collected yet.\n"
+
+
+@app.command()
+def collect(
+    root: Path = typer.Option(HERE, "--root", help="the WNUT-17 project; the task projects are its sub-folders"),
+    meta: Path = typer.Option(META, "--meta"),
+) -> None:
+    """Copy every curve file the projects wrote into the committed meta/curves/."""
+    for curve in CURVES:
+        source = root / curve.folder / curve.path
+        if not source.exists():
+            print(f"ℹ {curve.task} {curve.variant}: no curve at {source}")
+            continue
+        _copy(source, meta_file(meta, curve))
+
+
+@app.command()
+def render(
+    meta: Path = typer.Option(META, "--meta"),
+    budget: Path = typer.Option(BUDGET, "--budget"),
+    selection: Path = typer.Option(SELECTION, "--selection"),
+    page: Path = typer.Option(PAGE, "--page"),
+    check: bool = typer.Option(False, "--check", help="fail when the page's table is not what the files give"),
+) -> None:
+    """Write the curves' summary table between the page's `curves` markers, and the seeds at
+    the chosen budgets between its `budget` markers."""
+    lines = render_table(summaries(meta)).rstrip("\n").split("\n")
+    write_marked_block(page, "curves", lines, meta, "python scripts/curves.py render (in project/)", check)
+    rows = render_budget(budget_rows(budget, selection)).rstrip("\n").split("\n")
+    write_marked_block(page, "budget", rows, budget, "python scripts/curves.py render (in project/)", check)
+
+
+@app.command("collect-budget")
+def collect_budget(
+    variant: str = typer.Argument(...),
+    steps: int = typer.Argument(...),
+    task: str = typer.Option("wnut17", "--task"),
+    root: Path = typer.Option(HERE, "--root", help="the project that ran them (its metrics/budget/)"),
+    budget: Path = typer.Option(BUDGET, "--budget"),
+) -> None:
+    """Copy the seed runs of VARIANT at STEPS (metrics/budget/VARIANT_STEPS_seedN.jsonl) into
+    the committed meta/budget/TASK/."""
+    found = sorted((root / "metrics" / "budget").glob(f"{variant}_{steps}_seed*.jsonl"))
+    if not found:
+        raise typer.BadParameter(f"no runs of {variant} at {steps} steps in {root / 'metrics' / 'budget'}")
+    for source in found:
+        _copy(source, budget / task / source.name)
+
+
+def _copy(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    print(f"✔ {source} -> {target} ({len(read_points(target))} points)")
+
+
+@app.command()
+def plot(
+    meta: Path = typer.Option(META, "--meta"),
+    output: Path = typer.Option(PLOT, "--output"),
+    x: str = typer.Option("passes", "--x", help="passes | step | cpu_minutes"),
+) -> None:
+    """Each task's curves in one panel: entangle and the baseline, clean (solid) and at
+    noise 0.5 (dashed), the best clean point marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(dict.fromkeys(c.task for c in CURVES))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 3.6), squeeze=False)
+    colours = {"entangle": "tab:red", "baseline": "tab:blue"}
+    for ax, task in zip(axes[0], tasks):
+        drawn = False
+        for curve in (c for c in CURVES if c.task == task):
+            path = meta_file(meta, curve)
+            if not path.exists():
+                continue
+            points = read_points(path)
+            xs = [_x(p, x) for p in points]
+            clean = [100 * (p["scores"]["dev"].get(curve.metric) or 0.0) for p in points]
+            noisy = [100 * (p["scores"].get(NOISY, {}).get(curve.metric) or 0.0) for p in points]
+            colour = colours[curve.role]
+            ax.plot(xs, clean, color=colour, label=f"{curve.role} clean")
+            ax.plot(xs, noisy, color=colour, linestyle="--", label=f"{curve.role} noise 0.5")
+            s = summarise(curve, points)
+            best = next(p for p in points if p["step"] == s.best_step)
+            ax.plot([_x(best, x)], [100 * s.best], marker="o", color=colour)
+            ax.set_title(curve.title)
+            ax.set_ylabel(curve.score_name)
+            drawn = True
+        ax.set_xlabel({"passes": "passes over the training data", "step": "steps", "cpu_minutes": "CPU-minutes"}[x])
+        ax.grid(alpha=0.3)
+        if drawn:
+            ax.legend(fontsize=7)
+        else:  # a task whose curves were not run yet keeps its panel, said so
+            ax.set_title(next(c.title for c in CURVES if c.task == task))
+            ax.text(0.5, 0.5, "not run yet", ha="center", va="center", transform=ax.transAxes, color="grey")
+            ax.set_xticks([])
+            ax.set_yticks([])
+    fig.tight_layout()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(output, dpi=110)
+    print(f"✔ {output}")
+
+
+def _x(point: Dict[str, Any], x: str) -> float:
+    if x == "cpu_minutes":
+        return point["cpu_seconds"] / 60
+    value = point.get(x)
+    return float(value if value is not None else point["step"])
+
+
+if __name__ == "__main__":
+    app()
