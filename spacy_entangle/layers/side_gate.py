@@ -1,4 +1,4 @@
-"""The both-side combination as a learned gate (issue 31's lever, ``combine = "gate"``):
+"""The both-side combination as a learned gate (``combine = "gate"``, a lever studied on WNUT-17):
 instead of concatenating a token's subword and char vectors, mix them per dimension,
 ``y = g * subword + (1 - g) * char`` with ``g = sigmoid(W [subword ‖ char] + b)``, so a
 token whose spelling is attacked can lean on the side that still reads it.

@@ -4,19 +4,15 @@
 - ``int8``: dynamic int8 quantization of the Linear layers of the character encoder,
   the projections and the co-attention layers (weights int8 per channel, activations quantized on
   the fly; CPU only: on another device the model predicts in fp32, with a warning).
-  The pretrained subword encoder stays in float: quantizing MiniLM
-  too cost 2.9 F1 on WNUT-17 dev (1.6 per channel), the rest costs nothing measurable.
-  So do a grown char encoder's layers copied from the subword encoder: the children its
+  The pretrained subword encoder stays in float: quantizing it cost F1 where the rest cost
+  nothing measurable (docs/results/speed.md). So do a grown char encoder's layers copied from the subword encoder: the children its
   registered design names (``CharDesign.int8_keep_float``, modeling/char_designs.py).
   The TRM blocks' feed-forward layers stay in float as well: torch runs
   ``nn.TransformerEncoderLayer`` through a fused fast path at prediction time, which
   needs float weights.
-- ``bf16``: bfloat16 autocast. Measured on WNUT-17 dev tweets at the shipped shapes
-  (benchmarks/bf16_devices.py, one thread on a CPU), it paid nowhere: 0.96x fp32's words/s
-  on an AVX512-BF16 Xeon without AMX, 0.66x on a Xeon with AMX, 0.67x on an H100 (on short
-  repeated sample sentences it did pay on both CPUs: the texts decide, for reasons not yet
-  established). On a CPU it warns so and still runs in bf16; on a GPU it stays an option
-  for larger encoders (the paper's), unmeasured here.
+- ``bf16``: bfloat16 autocast. On WNUT-17 tweets at the shipped shapes it was measured no
+  faster than fp32 on any CPU or GPU tried (docs/results/speed.md). On a CPU it warns so and
+  still runs in bf16; on a GPU it stays an option for larger encoders (the paper's).
 - ``onnx``: ONNX Runtime runs the encoders (graphs exported from the weights once, on the
   first prediction, and saved with the pipeline by ``to_disk``, so ``spacy.load`` reads them;
   CPU only, elsewhere fp32 with a warning; needs ``pip install 'spacy-entangle[onnx]'``,
@@ -66,7 +62,7 @@ ONNX_INT8_FLOAT_PREFIXES: Tuple[str, ...] = ()  # modules onnx-int8 leaves in fl
 # regexes of part-qualified graph nodes onnx-int8 leaves in float (engines.onnx.onnx_model; the
 # what-ifs of benchmarks/int8_accuracy.py and speed_compare.py set them, e.g. the feed-forward
 # output products of the subword encoder's first three layers, the default until smoothing
-# replaced them at 2-5% more speed: docs/results/speed.md, "Smoothing instead of float products")
+# replaced them at more speed: docs/results/speed.md, "Smoothing instead of float products")
 ONNX_INT8_FLOAT_NODES: Tuple[str, ...] = ()
 # onnx-int8 smooths the subword encoder's activations before quantizing (modeling/smoothing.py)
 # with this alpha, calibrated on the fixed sample text; None: not smoothed (a what-if)

@@ -136,6 +136,25 @@ def test_reference_pages_carry_no_dates_issues_or_commits(path):
     )
 
 
+def package_sources() -> List[Path]:
+    """The package's modules and shipped configs: their docstrings and comments say why, not when."""
+    package = ROOT / "spacy_entangle"
+    return sorted(package.rglob("*.py")) + sorted(package.rglob("*.cfg"))
+
+
+def test_the_package_carries_no_dates_issues_or_commits():
+    found: List[str] = []
+    for path in package_sources():
+        name = str(path.relative_to(ROOT))
+        for number, line in enumerate(path.read_text(encoding="utf8").splitlines(), start=1):
+            where = f"{name}:{number}"
+            found += [f"{where}: date {m.group(0)!r}" for m in DATE.finditer(line)]
+            for pattern in ISSUES:
+                found += [f"{where}: issue number {m.group(0)!r}" for m in pattern.finditer(line)]
+            found += [f"{where}: commit hash {m.group(0)!r}" for m in HASH.finditer(line)]
+    assert not found, "docstrings and comments say why, not which issue or when:\n" + "\n".join(found)
+
+
 def test_the_checks_catch_what_they_look_for(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(
