@@ -270,11 +270,19 @@ def test_n_process_never_hangs_after_a_prediction_on_two_threads(saved, tmp_path
     assert "ONNX graph(s) for inference" not in run.stderr, "the workers read the saved graphs"
 
 
-def test_auto_is_the_fast_cpu_mode_and_the_model_itself_on_a_gpu():
+def test_auto_is_the_fast_cpu_mode_and_the_model_itself_on_a_gpu(monkeypatch):
+    """Where onnxruntime imports (made so in the core venv, which lacks it): the fast mode on a
+    CPU, the model itself on a GPU, without a warning; where it does not, fp32 with one."""
+    import spacy_entangle.modeling.inference as inference
+
+    monkeypatch.setattr(inference, "engine_available", lambda: True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert inference_on_device("auto", "cpu") == "onnx-int8"
         assert inference_on_device("auto", "cuda") == "fp32"
+    monkeypatch.setattr(inference, "engine_available", lambda: False)
+    with pytest.warns(UserWarning, match=r"inference = 'fp32' to silence"):
+        assert inference_on_device("auto", "cpu") == "fp32"
 
 
 def test_the_package_step_ships_auto_with_its_graphs_and_the_onnx_extra(saved, tmp_path, monkeypatch, caplog):
