@@ -238,7 +238,8 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
     root = _copy(tmp_path, *TASKS, "codeswitch")
     tb = _train_lines(root / "tweebank")
     assert set(tb) == {"train", "train-char", "train-baseline", "train-paper", "baseline-paper"} | PARITY | {
-        "seeds-shipped-noaug"
+        "seeds-shipped-noaug",
+        "curve",
     }
     for part in [
         "train ../../configs/tagger_cpu.cfg --output training/entangle",
@@ -262,6 +263,14 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
         "textcat_mean_cpu.cfg" in te["train-mean"]
         and "--components.textcat.model.tok2vec.side subword" in te["train-mean"]
     )
+    # the learning curves: one run to the curve budget, the schedule over it, dev at noise 0.5
+    # scored at each evaluation by the curve logger
+    for lines, config in [(tb, "tagger_cpu.cfg"), (te, "textcat_mean_cpu.cfg")]:
+        curve = lines["curve"]
+        assert f"{config} --output training/curves/" in curve and "--paths.char_backbone ../backbones/grown" in curve
+        assert "--training.logger.@loggers spacy-entangle.CurveLogger.v1" in curve
+        assert "noisy/dev_noise0.5.spacy" in curve and "char_noise_augmenter" in curve
+    assert "--training.max_steps 2400 --training.optimizer.learn_rate.total_steps 2400" in tb["curve"]
     mk = _train_lines(root / "masakhaner", {"vars.paper_subword_backbone": "xlm-roberta-large"})
     for part in ["ner_cpu.cfg --output training/entangle/swa", "--paths.train corpus/swa/train.spacy", "--nlp.lang xx"]:
         assert part in mk["train"], part
