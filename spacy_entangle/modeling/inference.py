@@ -41,6 +41,7 @@ import torch
 from torch import nn
 
 from .char_designs import design_of
+from .engines.graphs import ENGINE_INSTALL
 from .quantization import quantize_linears
 
 # how prediction runs: the one list (the benchmarks' modes)
@@ -53,7 +54,6 @@ INFERENCE_SETTINGS: Tuple[str, ...] = get_args(InferenceSetting)
 # cost was measured within noise of fp32 (docs/inference.md, docs/results/speed.md)
 AUTO_CPU_MODE = "onnx-int8"
 ENGINE_PACKAGE = "onnxruntime"  # what the engine modes need to run (saved graphs: nothing more)
-ENGINE_INSTALL = "pip install 'spacy-entangle[onnx]'"
 CPU_ONLY = ("int8", "onnx", "onnx-int8")  # modes with CPU kernels only
 COPY_MODES = CPU_ONLY  # modes that predict with a copy of the model (built on first use)
 ENGINE_MODES = ("onnx", "onnx-int8")  # modes whose copy runs outside PyTorch: no attention maps

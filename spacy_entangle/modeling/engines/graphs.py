@@ -17,6 +17,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import srsly
 
+# what the engine modes need installed (the `onnx` extra), named in their errors and warnings
+ENGINE_INSTALL = "pip install 'spacy-entangle[onnx]'"
 GRAPH_DIR = "onnx"  # the files' folder inside the saved model's files
 MANIFEST = "manifest.json"
 # how the engine makes and names its graphs: a change that makes saved graphs wrong bumps it

@@ -49,10 +49,9 @@ from torch import nn
 from transformers import PreTrainedModel
 from transformers.modeling_outputs import BaseModelOutput
 
-from ..inference import ENGINE_INSTALL
 from ..quantization import quantize_linears
 from ..smoothing import smooth_encoder, smoothable
-from .graphs import ExportReport, ModeGraphs, SavedGraph, current_report
+from .graphs import ENGINE_INSTALL, ExportReport, ModeGraphs, SavedGraph, current_report
 
 if TYPE_CHECKING:
     from ..entangle import EntangleEncoder
