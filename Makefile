@@ -1,6 +1,7 @@
 # The two set-up commands of the README:
 #   make wnut   - the main job: train, evaluate, package and install en_entangle_wnut (CPU preset)
-#   make test   - ruff and mypy (make lint), then the test suite, twice: the full suite in .venv
+#   make test   - ruff and mypy (make lint), then the test suite (tests/ and research/tests/: setup.cfg's
+#                 testpaths), twice: the full suite in .venv
 #                 (transformers 4.x, which spacy-transformers 1.4 pins) and the core suite in
 #                 .venv-core (the library alone, so pip resolves the newest transformers setup.cfg allows: 5.x)
 #                 and a pipeline saved in each venv loaded in the other (make test-cross)

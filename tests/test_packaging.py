@@ -45,6 +45,8 @@ def test_wheel_holds_the_configs_licence_and_entry_points(wheel):
         if n.startswith("spacy_entangle/configs/") and n.endswith(".cfg") and "/parts/" not in n
     }
     assert shipped == set(config_names()) and "ner_cpu.cfg" in shipped
+    # the library alone: not tests/, project/ nor the research tooling (setup.cfg's find include)
+    assert {n.split("/", 1)[0] for n in names if ".dist-info/" not in n} == {"spacy_entangle"}
     # the parts init-config composes from
     assert {
         "spacy_entangle/configs/parts/bases/entangle_cpu.cfg",

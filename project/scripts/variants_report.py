@@ -181,7 +181,7 @@ def compare(
     rows = load_rows(metrics_dir, names or list(variants))
     if not rows:
         raise SystemExit(f"variants.py: no metrics in {metrics_dir}/<variant>/ (train a variant first)")
-    # benchmarks/speed_compare.py: the side-by-side part
+    # research/benchmarks/speed_compare.py: the side-by-side part
     timings = (read_json(speed or metrics_dir / "speed.json") or {}).get("pipelines")
     write_report(output or metrics_dir / "compare.md", make_table(rows, timings, reference))
     if not no_plot:

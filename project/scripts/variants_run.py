@@ -442,7 +442,7 @@ def pipelines(
     output: Path = typer.Option(..., "--output", help="NAME=DIR lines (speed_compare.py --pipelines @FILE)"),
     variants_file: Path = VARIANTS_FILE,
 ) -> None:
-    """One NAME=DIR line per variant (trained or not), for benchmarks/speed_compare.py
+    """One NAME=DIR line per variant (trained or not), for research/benchmarks/speed_compare.py
     --pipelines @FILE: the benchmark is told the paths, it knows no folder layout."""
     variants = named_variants(variants_file, names or [])
     lines = [f"{name}={trained_pipeline(training_dir, name, seed)}" for name in names or variants]

@@ -23,7 +23,7 @@ from .listener import EntangleListener
 
 def entangle_char_states(upstream: str = "*", side: Side = "char") -> Model[List[Doc], List[Floats2d]]:
     """(len(doc.text), width) per doc from the upstream `entangle` component;
-    side = "char" | "subword" | "both" (char row ‖ subword row)."""
+    side = "char" | "subword" | "both" (subword row ‖ char row)."""
     sides = side_names(side)
     listener = EntangleListener(upstream, sides)
     model: Model[List[Doc], List[Floats2d]] = Model(

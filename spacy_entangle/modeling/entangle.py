@@ -114,7 +114,7 @@ class EntangleEncoder(nn.Module):
         if self._keep_attention:
             need_subword = need_char = True
         hs = hc = None
-        # record_function labels: the per-stage split of benchmarks/speed.py (free when
+        # record_function labels: the per-stage split of research/benchmarks/speed.py (free when
         # no profiler runs)
         if need_subword or m > 0:
             with record_function("entangle.subword_encoder"):

@@ -60,7 +60,7 @@ ENGINE_MODES = ("onnx", "onnx-int8")  # modes whose copy runs outside PyTorch: n
 FLOAT_PREFIXES = ("subword_encoder.",)  # modules int8 leaves in float
 ONNX_INT8_FLOAT_PREFIXES: Tuple[str, ...] = ()  # modules onnx-int8 leaves in float (what-ifs add some)
 # regexes of part-qualified graph nodes onnx-int8 leaves in float (engines.onnx.onnx_model; the
-# what-ifs of benchmarks/int8_accuracy.py and speed_compare.py set them, e.g. the feed-forward
+# what-ifs of research/benchmarks/int8_accuracy.py and speed_compare.py set them, e.g. the feed-forward
 # output products of the subword encoder's first three layers, the default until smoothing
 # replaced them at more speed: docs/results/speed.md, "Smoothing instead of float products")
 ONNX_INT8_FLOAT_NODES: Tuple[str, ...] = ()
@@ -111,7 +111,7 @@ def inference_on_device(mode: str, device_type: str) -> str:
     if mode == "bf16" and device_type == "cpu":
         warnings.warn(
             "inference = 'bf16' on the CPU was measured slower than fp32 on tweets, with AMX and "
-            "without (benchmarks/bf16_devices.py); for CPU speed set inference = 'onnx-int8' or 'onnx'.",
+            "without (research/benchmarks/bf16_devices.py); for CPU speed set inference = 'onnx-int8' or 'onnx'.",
             UserWarning,
             stacklevel=3,
         )

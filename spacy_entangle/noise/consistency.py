@@ -80,8 +80,28 @@ def create_noise_consistency(
     attacks: List[str] = list(ATTACKS),  # noqa: B006 (never mutated; init fill-config writes the default out)
     seed: Optional[int] = None,
 ) -> NoiseConsistency:
-    """The `entangle` component's ``consistency`` setting. Without a seed it draws from the
-    ``random`` module, which `spacy train` seeds from [training.seed]."""
+    """Stability training for the `entangle` component's ``consistency`` setting: besides
+    each training batch, the encoder reads a character-attacked copy of some of its docs
+    and learns to give each token the states it gives the clean token, while the task
+    components learn from the clean docs only (so robustness need not cost clean accuracy
+    the way training on noisy docs does). Returns the NoiseConsistency the component
+    takes; it acts in training only.
+
+    weight (float): the weight of the consistency loss (reported as ``<name>_consistency``):
+        the squared distance between each token's first row on the attacked copy and on
+        the clean doc, averaged over the width and summed over tokens, per side computed;
+        the clean states are its fixed target. 1.0 by default, 0 or more (0: off).
+    level (float): the fraction of a batch's docs that get an attacked copy, in [0, 1];
+        0.5 by default. A copy in which no word changed is left out.
+    rate (float): the probability that each word of a copy is attacked (as the
+        augmenter's), in [0, 1]; 0.5 by default.
+    attacks (List[str]): the attacks drawn from at random for each attacked word, a
+        non-empty subset of "drop" (delete an internal character), "add" (insert a random
+        lowercase letter), "swap" (swap two adjacent internal characters) and "keyboard"
+        (replace an internal letter by a QWERTY neighbour); default: all four.
+    seed (Optional[int]): the seed of its own random generator; None (default) draws from
+        the ``random`` module, which `spacy train` seeds from [training.seed].
+    """
     chosen = check_attacks(rate, attacks)
     if not 0.0 <= float(level) <= 1.0:
         raise ValueError(f"consistency level must be between 0 and 1, got {level}")

@@ -149,9 +149,25 @@ def create_char_noise_augmenter(
     attacks: List[str] = list(ATTACKS),  # noqa: B006 (never mutated; init fill-config writes the default out)
     seed: Optional[int] = None,
 ) -> Callable[[Language, Example], Iterator[Example]]:
-    """Training augmenter: a fraction ``level`` of the examples is replaced by a copy whose
-    words are attacked with probability ``rate`` (annotations kept). Without a seed it uses
-    the ``random`` module, which `spacy train` seeds from [training.seed]."""
+    """Training augmenter for robustness to typos and creative spelling: a fraction
+    ``level`` of the examples is replaced by a copy whose words are attacked with
+    probability ``rate`` each (CharBERT's character attacks), every annotation kept: an
+    attack changes a word's characters, never the tokenization. Returns the augmenter
+    ``[corpora.train] augmenter`` takes: (nlp, example) -> the example or its attacked copy.
+
+    level (float): the fraction of examples replaced by an attacked copy, in [0, 1]; 0.3 by
+        default (1.0 attacks every example, 0 none).
+    rate (float): the probability that each word of a copy is attacked, in [0, 1]; 0.25 by
+        default. Words are tokens of 4+ characters that are not spaces, punctuation, URLs
+        or numbers; a word whose characters carry two ``doc._.char_tags`` labels (an
+        intraword switch) is never attacked.
+    attacks (List[str]): the attacks drawn from at random for each attacked word, a
+        non-empty subset of "drop" (delete an internal character), "add" (insert a random
+        lowercase letter), "swap" (swap two adjacent internal characters) and "keyboard"
+        (replace an internal letter by a QWERTY neighbour); default: all four.
+    seed (Optional[int]): the seed of the augmenter's own random generator; None (default)
+        draws from the ``random`` module, which `spacy train` seeds from [training.seed].
+    """
     attacks = list(check_attacks(rate, attacks))
     if not 0.0 <= float(level) <= 1.0:
         raise ValueError(f"augmenter level must be between 0 and 1, got {level}")

@@ -60,4 +60,10 @@ def _prefix(attr: str) -> str:
 
 @registry.scorers("spacy-entangle.char_tagger_scorer.v1")
 def make_char_tagger_scorer() -> Callable[..., Dict[str, Any]]:
+    """The `char_tagger` component's default scorer: character accuracy against
+    ``example.reference._.char_tags``, overall (char_acc), on the words whose characters
+    carry more than one gold label, i.e. intraword switches (char_acc_mix), and per gold
+    label (char_acc_per_label); a score with no character to count is None. It takes no
+    settings.
+    """
     return score_char_tags

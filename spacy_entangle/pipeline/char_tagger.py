@@ -55,8 +55,23 @@ def make_char_tagger(
     whitespace_label: Optional[str],
     scorer: Optional[Callable],
 ) -> "CharTagger":
-    """One label per character of doc.text (doc._.char_tags, doc._.char_spans).
-    whitespace_label: what whitespace characters get (null: no label)."""
+    """Construct a `char_tagger`: one label per character of doc.text (e.g. the language
+    of each morpheme in intraword code-switching), from the upstream `entangle`
+    component's subword-aware character states. Returns the component, which writes
+    ``doc._.char_tags`` and so ``doc._.char_spans``.
+
+    nlp (Language), name (str): the pipeline, and the component's name.
+    model (Model[List[Doc], List[Floats2d]]): one row of label scores per character of
+        doc.text, usually ``spacy-entangle.CharTagger.v1`` (the default: the char side of
+        the `entangle` component before it).
+    whitespace_label (Optional[str]): the label every whitespace character gets; null
+        (default): no label. Whitespace is never predicted by the model and is left out of
+        the loss and of the scores.
+    scorer (Optional[Callable]): scores the component's ``doc._.char_tags`` in evaluation;
+        the default, ``spacy-entangle.char_tagger_scorer.v1``, gives char_acc,
+        char_acc_mix (characters of words with more than one label) and
+        char_acc_per_label; null: no scores.
+    """
     return CharTagger(nlp.vocab, model, name, whitespace_label=whitespace_label, scorer=scorer)
 
 

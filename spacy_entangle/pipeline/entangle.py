@@ -114,35 +114,55 @@ def make_entangle(
     doc_tensor_pooling: Pooling = "mean",
     consistency: Optional[NoiseConsistency] = None,
 ) -> "Entangle":
-    """The shared character + subword encoder. frozen = true: predict under no-grad
-    and never step the optimizer (grad_factor = 0 is not freezing). store_output =
-    true: keep the states in ``doc._.entangle`` (saved with the doc by Doc.to_bytes and
-    DocBin(store_user_data=True)), so a listener can read a processed doc again (a
-    component's ``pipe`` / ``predict`` after ``nlp.pipe(..., disable=[...])``); with several
-    `entangle` components, ``doc._.entangle`` holds the last one's and
-    ``doc._.entangle_others`` the others' by name; it then computes every side its
-    listeners read, enabled or not. Off by default: the listeners read the states
-    without it, and bulk output never carries them.
-    inference: how prediction runs (training is always exact), one of
-      "fp32": the exact model (the default);
-      "auto": the device's fast default, for shipped pipelines: on a CPU "onnx-int8"
-        where onnxruntime is installed (else fp32, with one warning), on a GPU the model
-        itself;
-      "int8": dynamic int8 quantization of the Linear layers (CPU);
-      "bf16": bfloat16 autocast;
-      "onnx": ONNX Runtime, the same model in fp32 (CPU);
-      "onnx-int8": ONNX Runtime's dynamic int8 of the encoders and co-attention (CPU).
-    The onnx modes' graphs are exported once and saved with the pipeline (``to_disk``;
-    ``prepare_inference`` exports them before the first doc); without onnxruntime they
-    predict in fp32 with a warning that names the override (inference = "fp32").
-    store_attention = true: ``doc._.entangle_attention`` keeps each co-attention module's
-    cross-attention maps (``python -m spacy_entangle explain`` draws them); off by default.
-    doc_tensor = "subword" | "char" | "both": fill ``doc.tensor`` with one vector per token
-    from that side, pooled by doc_tensor_pooling ("mean" | "first"), so ``token.vector``,
-    ``span.vector`` and ``doc.similarity`` work; null (default): ``doc.tensor`` is left alone.
-    consistency: null (default), or stability training while it trains
-    (``spacy-entangle.noise_consistency.v1``: an attacked copy of some docs of each batch
-    learns the clean docs' token states; noise/consistency.py)."""
+    """Construct the `entangle` component: the shared character + subword encoder, run once
+    per batch, whose states every downstream EntangleListener (ner, tagger, textcat, ...)
+    reads, as spacy-transformers' `transformer` component feeds its listeners. Returns the
+    component, attached to ``nlp`` so that it finds its listeners.
+
+    nlp (Language), name (str): the pipeline, and the component's name (what a listener's
+        ``upstream`` names).
+    model (Model[List[Doc], List[EntangleData]]): the encoder, usually
+        ``spacy-entangle.EntangleModel.v1`` (the default: google/canine-s and roberta-base,
+        2 co-attention modules per side).
+    frozen (bool): true: predict under no-grad and never step the optimizer, so the
+        encoder keeps its weights while the components after it train (a listener's
+        grad_factor = 0 is not freezing). Default false. Like store_output, the config the
+        pipeline is loaded with decides it, not the saved one.
+    store_output (bool): true: keep the states in ``doc._.entangle`` (saved with the doc by
+        Doc.to_bytes and DocBin(store_user_data=True)), so a listener can read a processed
+        doc again (a component's ``pipe`` / ``predict`` after
+        ``nlp.pipe(..., disable=[...])``); with several `entangle` components,
+        ``doc._.entangle`` holds the last one's and ``doc._.entangle_others`` the others' by
+        name. It then computes every side its listeners read, enabled or not. Default
+        false: the listeners read the states without it, and bulk output never carries
+        them.
+    inference (str): how prediction runs (training is always exact; a run-time setting,
+        not saved with the weights), one of
+          "fp32": the exact model (the default);
+          "auto": the device's fast default, for shipped pipelines: on a CPU "onnx-int8"
+            where onnxruntime is installed (else fp32, with one warning), on a GPU the
+            model itself;
+          "int8": dynamic int8 quantization of the Linear layers (CPU);
+          "bf16": bfloat16 autocast;
+          "onnx": ONNX Runtime, the same model in fp32 (CPU);
+          "onnx-int8": ONNX Runtime's dynamic int8 of the encoders and co-attention (CPU).
+        Any other value is refused. The onnx modes' graphs are exported once and saved with
+        the pipeline (``to_disk``; ``prepare_inference`` exports them before the first
+        doc); without onnxruntime they predict in fp32 with a warning that names the
+        override (inference = "fp32").
+    store_attention (bool): true: ``doc._.entangle_attention`` keeps each co-attention
+        module's cross-attention maps (``python -m spacy_entangle explain`` draws them),
+        n_pieces x n_chars floats per module and direction; off (false) by default.
+    doc_tensor (Optional[str]): "subword" | "char" | "both": fill ``doc.tensor`` with one
+        vector per token from that side ("both": subword ‖ char), pooled by
+        doc_tensor_pooling, so that ``token.vector``, ``span.vector`` and
+        ``doc.similarity`` work; null (default): ``doc.tensor`` is left alone.
+    doc_tensor_pooling (str): how doc_tensor pools a token's rows: "mean" (default) or
+        "first" (its first piece / first character).
+    consistency (Optional[NoiseConsistency]): null (default), or stability training while
+        it trains (``spacy-entangle.noise_consistency.v1``: an attacked copy of some docs
+        of each batch learns the clean docs' token states; noise/consistency.py).
+    """
     component = Entangle(
         nlp.vocab,
         model,

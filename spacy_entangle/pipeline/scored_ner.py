@@ -88,11 +88,40 @@ def make_scored_ner(
     incorrect_spans_key: Optional[str],
     scorer: Optional[Callable],
 ) -> "ScoredEntityRecognizer":
-    """spaCy's `ner` decoded by a beam of ``beam_width`` (>= 2) analyses: ``doc.ents`` as usual,
-    and each entity's confidence in ``doc.spans[spans_key].attrs["scores"]``. ``beam_density``
-    (0: keep the whole beam) prunes analyses below that share of the best one's probability;
-    ``beam_update_prob`` is the share of training updates made on the beam (0: greedy updates,
-    as `ner` trains)."""
+    """Construct a `scored_ner`: spaCy's transition-based `ner` decoded by a beam of
+    ``beam_width`` analyses, so that each entity gets a confidence. Returns the component:
+    ``doc.ents`` from the best analysis as usual, and each of those entities in
+    ``doc.spans[spans_key]`` with its score (the share of the beam's probability mass on
+    the analyses that hold it: the beam's, not a calibrated probability) in
+    ``doc.spans[spans_key].attrs["scores"]``. Its weights are a `ner`'s.
+
+    nlp (Language), name (str): the pipeline, and the component's name.
+    model (Model): the transition-based model, as a `ner`'s; the default is
+        ``spacy.TransitionBasedParser.v2`` (state_type "ner") over an
+        ``spacy-entangle.EntangleListener.v1`` with side = "both" and reduce_first pooling.
+    moves (Optional[TransitionSystem]): the NER transition system; null (default): spaCy
+        builds it from the labels.
+    update_with_oracle_cut_size (int): as spaCy's `ner`: in training, long docs are cut into
+        segments of about this many transitions from the gold-standard history; 100 by
+        default.
+    beam_width (int): the analyses kept while decoding, an integer >= 2 (a beam of 1 is the
+        greedy `ner`: one analysis, so every entity would score 1.0); 4 by default.
+    beam_density (float): prune the analyses whose score is below this share of the best
+        one's, in [0, 1); 0.0 (default) keeps the whole beam.
+    beam_update_prob (float): the share of training updates made on the beam instead of
+        greedy ones; 0.0 (default): greedy updates, as `ner` trains.
+    spans_key (str): the ``doc.spans`` key the scored entities go to, a non-empty string;
+        "ents" by default.
+    incorrect_spans_key (Optional[str]): as spaCy's `ner`: the span group of the training
+        docs that holds entity annotations known to be wrong, which the model learns not
+        to predict; null (default): none.
+    scorer (Optional[Callable]): scores ``doc.ents`` in evaluation; the default,
+        ``spacy.ner_scorer.v1``, gives ents_p, ents_r, ents_f and ents_per_type.
+
+    beam_width, beam_density and spans_key change no weight: the config the pipeline is
+    loaded with decides them, not the saved one (a greedy `ner`'s saved cfg says beam_width
+    1), so a trained `ner` loads as a `scored_ner` without retraining (load_scored).
+    """
     return ScoredEntityRecognizer(
         nlp.vocab,
         model,

@@ -3,7 +3,7 @@ card, checked before anything is read) and the --config presets of a fresh CANIN
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from .. import canine
 from ..modeling.char_designs import get_design
@@ -17,51 +17,92 @@ PRESETS: Dict[str, Dict[str, int]] = {
 }
 
 
+def option(default: Any = None, help: str = "", *flags: str, factory: Any = None, shown: Optional[str] = None) -> Any:
+    """A setting that ``pretrain-chars`` offers as an option: ``help`` and the option's names
+    (default: the field's name, dashed) live beside the default, so the command derives its
+    options from this class instead of restating them. ``shown``: the default as the help
+    says it, when the value alone does not (None or a list)."""
+    meta = {"help": help, "flags": flags, "shown": shown}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
 @dataclass
 class PretrainSettings:
-    """Everything that decides the result (stored in the checkpoint and the model card)."""
+    """Everything that decides the result (stored in the checkpoint and the model card).
 
-    max_steps: Optional[int] = None
-    max_minutes: Optional[float] = None
-    # horizon of the linear decay (None: max_steps; 0: constant after warm-up). Set it to
-    # plan a long schedule that may be stopped and resumed with a growing --max-steps.
-    decay_steps: Optional[int] = None
-    seed: int = 0
-    batch_size: int = 32
-    lr: float = 5e-4
-    warmup_steps: int = 200
+    The fields made with :func:`option` are ``pretrain-chars``' options (the same names, dashed,
+    and in a config file's ``[pretrain]`` section); the others are config-file settings only."""
+
+    max_steps: Optional[int] = option(None, "Stop after this many steps (the learning rate decays linearly to 0 there)")
+    max_minutes: Optional[float] = option(None, "Stop after this much wall-clock time (resumes count the earlier time)")
+    # set it to plan a long schedule that may be stopped and resumed with a growing --max-steps
+    decay_steps: Optional[int] = option(
+        None, "Horizon of the linear decay (0: constant after warm-up)", shown="--max-steps"
+    )
+    seed: int = option(0, "Random seed: same seed, text and threads, same weights", "--seed", "-s")
+    batch_size: int = option(32, "Documents per step, over all processes under torchrun")
+    lr: float = option(5e-4, "Peak learning rate (AdamW)")
+    warmup_steps: int = option(200, "Linear warm-up steps (at most a tenth of --max-steps)")
     weight_decay: float = 0.01
     grad_clip: float = 1.0
-    mask_rate: float = 0.15
-    noise_rate: float = 0.0
-    noisy_weight: float = 1.0
-    attacks: List[str] = field(default_factory=lambda: list(ATTACKS))
-    # teacher distillation (distill.py): a Hugging Face encoder directory or hub name, the
-    # hidden states it is distilled from (-1: last layer) and the loss weight (0: off)
-    teacher: Optional[str] = None
-    teacher_layers: List[int] = field(default_factory=lambda: [-1])
-    distill_weight: float = 1.0
-    vocab_size: int = 1024
-    max_chars: int = 512
-    # growing (grow.py): the subword encoder the char encoder grows from (its teacher too),
-    # the layers copied (None: all), the front end's width, the type-level stage's steps
-    # (None: a third of max_steps) and words per step, and the late unfreezing of the top
-    # copied layers (0: never) at a fraction of the learning rate
-    init_from: Optional[str] = None
-    # a registered design (modeling/char_designs.py): "word" (design (b), modeling/grown.py:
-    # a word-pooled front end under the copied layers) or "canine" (design (a),
-    # modeling/grown_canine.py: a CANINE whose deep stack is copied; stage B only)
-    grow_design: str = "word"
-    grow_k: Optional[int] = None
-    char_width: int = 256
-    stage_a_steps: Optional[int] = None
-    type_batch: int = 256
-    unfreeze_top: int = 0
-    unfreeze_from: float = 0.8
-    copied_lr_scale: float = 0.1
+    mask_rate: float = option(0.15, "Share of characters hidden in spans (masked objective; 0 = off)")
+    noise_rate: float = option(0.0, "Share of words attacked for the CharBERT-style noisy objective (0 = off)")
+    noisy_weight: float = option(
+        1.0, "Loss weight of noisy-word reconstruction (0: the attacks only feed the student noisy text)"
+    )
+    attacks: List[str] = option(
+        help="Attacks of the noisy objective, comma-separated", factory=lambda: list(ATTACKS), shown=",".join(ATTACKS)
+    )
+    # teacher distillation (distill.py)
+    teacher: Optional[str] = option(
+        None,
+        "Distil this Hugging Face encoder (directory or hub name, fast tokenizer): the student's word states "
+        "learn to predict the teacher's on the clean text",
+    )
+    teacher_layers: List[int] = option(
+        help="Teacher hidden states to distil, comma-separated (-1: last layer, 0: embeddings)",
+        factory=lambda: [-1],
+        shown="-1",
+    )
+    distill_weight: float = option(1.0, "Loss weight of the distillation (0: off)")
+    vocab_size: int = option(
+        1024, "Output classes of the prediction head (most frequent characters + UNK + end-of-word)"
+    )
+    max_chars: int = option(512, "Longer lines are cut at whitespace into several documents")
+    # growing (grow.py): the subword encoder the char encoder grows from (its teacher too)
+    init_from: Optional[str] = option(
+        None,
+        "Grow the char encoder from this subword encoder (Hugging Face directory or hub name, fast tokenizer): "
+        "copy its first --k layers, train a character front end against it (stage A: word types, stage B: "
+        "distillation); --config, --mask-rate and --teacher do not apply",
+    )
+    # a registered design (modeling/char_designs.py)
+    grow_design: str = option(
+        "word",
+        "--init-from: a registered design: word (a word-pooled character front end under the copied layers, "
+        "two stages) or canine (a CANINE whose deep stack is the copied layers; stage B only)",
+        "--design",
+    )
+    grow_k: Optional[int] = option(None, "--init-from: subword layers copied", "--k", shown="all")
+    char_width: int = option(256, "--init-from: width of the character front end")
+    stage_a_steps: Optional[int] = option(
+        None,
+        "--init-from: steps of the type-level stage A; the rest is stage B",
+        shown="a third of --decay-steps or --max-steps",
+    )
+    type_batch: int = option(256, "--init-from: word types per stage-A step, over all processes under torchrun")
+    unfreeze_top: int = option(
+        0, "--init-from: copied layers (from the top) that train late in stage B (0: all stay frozen)"
+    )
+    unfreeze_from: float = option(
+        0.8, "--init-from: share of --decay-steps (else --max-steps) after which --unfreeze-top layers train"
+    )
+    copied_lr_scale: float = option(0.1, "--init-from: learning-rate factor of the unfrozen copied layers")
     dev_fraction: float = 0.01
-    log_every: int = 50
-    checkpoint_every: int = 500
+    log_every: int = option(50, "Log line every N steps")
+    checkpoint_every: int = option(500, "Checkpoint (and held-out evaluation) every N steps")
 
     def check(self) -> None:
         if not self.max_steps and not self.max_minutes:

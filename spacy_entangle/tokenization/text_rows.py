@@ -22,7 +22,7 @@ char side
 subword side
   every character reads its token's first piece (the space after a token: that
   token's). This is token-level: it cannot tell the pieces of a word apart, and is
-  there for ablations and for side = "both" (char row ‖ subword row).
+  there for ablations and for side = "both" (subword row ‖ char row).
 """
 
 import numpy

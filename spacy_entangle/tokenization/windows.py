@@ -72,10 +72,25 @@ def configure_windows(
     max_chars: Optional[int] = None,
     overlap: float = V1_OVERLAP,
 ) -> WindowSettings:
-    """Greedy windows of at most ``max_pieces`` subword pieces and ``max_chars``
-    characters, specials included (null = the encoder's own limit: 512 / 2048), overlapping
-    by a quarter of a window unless ``overlap`` says otherwise. The windows of pipelines saved
-    with v1 (and of ``window_getter = null``, which means v1's defaults): new configs name v2."""
+    """Greedy windows over long docs that respect both encoders' length limits: token
+    ranges of at most ``max_pieces`` subword pieces and ``max_chars`` characters,
+    overlapping by a quarter of a window unless ``overlap`` says otherwise. The windows of
+    pipelines saved with v1 (and of ``window_getter = null``, which means v1's defaults);
+    new configs name v2. Returns the WindowSettings an EntangleModel's ``window_getter``
+    takes.
+
+    max_pieces (Optional[int]): the most subword pieces in a window, specials included; null
+        (default): the subword encoder's own limit (512 for RoBERTa). A positive integer; a
+        larger one than the encoder's limit is cut to that limit.
+    max_chars (Optional[int]): the most characters in a window, specials included; null
+        (default): the char encoder's own limit (2048 for CANINE). A positive integer; a
+        larger one than the encoder's limit is cut to that limit.
+    overlap (float): the fraction of each window's tokens that the next window reads
+        again, in [0, 1); 0.25 (a quarter) by default. Tokens near a cut then get context on both sides
+        (each token is read from the window in which it lies most centrally); more
+        overlap encodes more of a long doc twice (about 1 / (1 - overlap) times its
+        length in all).
+    """
     return WindowSettings(max_pieces, max_chars, overlap)
 
 
@@ -85,8 +100,24 @@ def configure_windows_v2(
     max_chars: Optional[int] = None,
     overlap: float = V2_OVERLAP,
 ) -> WindowSettings:
-    """v1's windows overlapping by a tenth of a window unless ``overlap`` says otherwise: a
-    long doc costs 1.1x its length, not 1.33x (the same windows as v1 for the same overlap)."""
+    """v1's windows overlapping by a tenth of a window unless ``overlap`` says otherwise,
+    so that a long doc is encoded in fewer, less repeated windows (for the same overlap
+    the windows are v1's). What new configs name: a saved pipeline keeps the version it
+    was made with, so a change of the windows is a new version, never a new default.
+    Returns the WindowSettings an EntangleModel's ``window_getter`` takes.
+
+    max_pieces (Optional[int]): the most subword pieces in a window, specials included; null
+        (default): the subword encoder's own limit (512 for RoBERTa). A positive integer; a
+        larger one than the encoder's limit is cut to that limit.
+    max_chars (Optional[int]): the most characters in a window, specials included; null
+        (default): the char encoder's own limit (2048 for CANINE). A positive integer; a
+        larger one than the encoder's limit is cut to that limit.
+    overlap (float): the fraction of each window's tokens that the next window reads
+        again, in [0, 1); 0.1 (a tenth) by default. Tokens near a cut then get context on both sides
+        (each token is read from the window in which it lies most centrally); more
+        overlap encodes more of a long doc twice (about 1 / (1 - overlap) times its
+        length in all).
+    """
     return WindowSettings(max_pieces, max_chars, overlap)
 
 

@@ -107,15 +107,25 @@ def curve_logger(
     progress_bar: bool = False,
     console_output: bool = True,
 ) -> Callable[[Language, IO, IO], Tuple[LogStep, Callable[[], None]]]:
-    """Log like spaCy's ConsoleLogger and write the learning curve to ``path`` (JSON lines).
+    """Log like spaCy's ConsoleLogger and write the learning curve to ``path``: at each
+    evaluation, one JSON line with the step, the passes over the training words, the wall
+    and CPU seconds of training (its own extra evaluations excluded), the dev scores spaCy
+    computed and those of each extra corpus, which spaCy's loop does not score. Returns
+    the logger's setup function, as spaCy's loggers do. The pipeline is scored with the
+    weights being trained, so ``[training.optimizer] use_averages = true`` is refused.
 
-    path (str): the curve file, one JSON object per evaluation (overwritten at the start).
+    path (str): the curve file, one JSON object per evaluation (overwritten at the start,
+        its folder made).
     extra_dev (Dict[str, str]): name -> .spacy corpus scored at each evaluation besides dev,
-        read with the dev reader's gold_preproc and max_length (e.g. a noisy copy of dev).
-    train_words (Optional[int]): the training corpus's words, for ``passes``; None counts the
-        tokens of [corpora.train]'s path when it is a .spacy file.
-    progress_bar (bool): as ConsoleLogger.v1's.
-    console_output (bool): print spaCy's table too.
+        read with the dev reader's gold_preproc and max_length (e.g. a noisy copy of dev);
+        a path that does not exist is refused at once. Default {}: none.
+    train_words (Optional[int]): the training corpus's words, the denominator of
+        ``passes``; None (default) counts the tokens of [corpora.train]'s path when it is
+        a .spacy file, else ``passes`` is null.
+    progress_bar (bool): as spaCy's ConsoleLogger's: a progress bar of the steps until the next
+        evaluation; default false.
+    console_output (bool): print spaCy's table too; default true. The line with the extra
+        corpora's scores is printed either way.
     """
     console = console_logger(progress_bar=progress_bar, console_output=console_output)
     missing = [str(p) for p in extra_dev.values() if not Path(p).exists()]

@@ -1,7 +1,8 @@
 """The documentation's shape: README.md is a front page that links every page in docs/, every
-relative link of README.md and docs/ resolves to a file, and the reference pages (README.md and
-docs/*.md) say what is true now, without dates, commit hashes or issue numbers: those belong to
-the recorded measurements (docs/results/) and CHANGELOG.md. Pure file reads."""
+relative link of README.md, docs/ and research/README.md resolves to a file, and the reference
+pages (README.md, docs/*.md and research/README.md) say what is true now, without dates, commit
+hashes or issue numbers: those belong to the recorded measurements (docs/results/) and
+CHANGELOG.md. Pure file reads."""
 
 import re
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
+RESEARCH_README = ROOT / "research" / "README.md"  # the research tooling's page (not the product's)
 README_MAX_LINES = 250
 
 # [text](target) and ![alt](target), a target up to the first space or ")" (an optional
@@ -42,13 +44,15 @@ HASH = re.compile(r"(?<![#\w])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}
 
 
 def pages() -> List[Path]:
-    """README.md, CHANGELOG.md and every markdown page under docs/ (the results pages included)."""
-    return [README, ROOT / "CHANGELOG.md", *sorted(DOCS.rglob("*.md"))]
+    """README.md, CHANGELOG.md, every markdown page under docs/ (the results pages included) and
+    research/README.md."""
+    return [README, ROOT / "CHANGELOG.md", *sorted(DOCS.rglob("*.md")), RESEARCH_README]
 
 
 def reference_pages() -> List[Path]:
-    """The pages that describe what is true now: README.md and docs/*.md (not docs/results/)."""
-    return [README, *sorted(DOCS.glob("*.md"))]
+    """The pages that describe what is true now: README.md, docs/*.md (not docs/results/) and
+    research/README.md."""
+    return [README, *sorted(DOCS.glob("*.md")), RESEARCH_README]
 
 
 def prose_and_code(text: str) -> Iterator[Tuple[int, str, bool]]:
@@ -84,7 +88,7 @@ def _name(path: Path) -> str:
 
 def test_the_pages_exist():
     names = {_name(p) for p in pages()}
-    assert {"README.md", "CHANGELOG.md", "docs/results/README.md"} <= names
+    assert {"README.md", "CHANGELOG.md", "docs/results/README.md", "research/README.md"} <= names
     assert len(reference_pages()) > 5
 
 

@@ -602,3 +602,29 @@ def test_grown_word_types_sampled_by_sqrt_frequency_with_mean_piece_targets(bert
     table = teacher.model.get_input_embeddings().weight.detach()
     assert len(pieces) > 1
     assert torch.allclose(types.targets[types.types.index("unbelievably")], table[pieces].mean(0), atol=1e-6)
+
+
+def test_the_options_are_the_settings_fields_with_their_defaults():
+    """`pretrain-chars`' setting options come from PretrainSettings (names, help, defaults), not
+    a restated list: each field made with `option` is offered once, and an option given on the
+    command line reaches the setting of that name (--design and --k included)."""
+    from dataclasses import MISSING, fields
+
+    import typer.main
+
+    from spacy_entangle.cli import app
+
+    command = typer.main.get_command(app).commands["pretrain-chars"]  # type: ignore[attr-defined]
+    offered = {param.name: param for param in command.params}
+    settings = [f for f in fields(PretrainSettings) if "help" in f.metadata]
+    assert len(settings) >= 25
+    assert {f.name for f in settings} <= set(offered)
+    assert "weight_decay" not in offered and "dev_fraction" not in offered  # config-file settings only
+    for f in settings:
+        param = offered[f.name]
+        assert param.default is None, f.name  # not given: the setting keeps its own default
+        assert f.metadata["help"] in param.help
+        if f.default not in (None, MISSING) and f.metadata["shown"] is None:
+            assert f"(default: {f.default})" in param.help, f.name
+    assert "--design" in offered["grow_design"].opts and "--k" in offered["grow_k"].opts
+    assert "-s" in offered["seed"].opts

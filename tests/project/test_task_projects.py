@@ -276,6 +276,11 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
         assert part in mk["train"], part
     assert "--nlp.lang xx" in mk["train-baseline"] and "--components.ner.model.tok2vec.side char" in mk["train-char"]
     assert "--paths.subword_backbone xlm-roberta-large" in mk["train-paper"]
+    # its curves per language, the same recipe and schedule shape as the other tasks'
+    assert "ner_cpu.cfg --output training/curves/swa/both-mild/seed0" in mk["curve"]
+    assert "--training.logger.@loggers spacy-entangle.CurveLogger.v1" in mk["curve"]
+    assert "noisy/swa/dev_noise0.5.spacy" in mk["curve"] and "char_noise_augmenter" in mk["curve"]
+    assert "--training.max_steps 4000 --training.optimizer.learn_rate.total_steps 4000" in mk["curve"]
     cs = _train_lines(root / "codeswitch")
     assert "char_tagger_cpu.cfg" in cs["train"] and "--components.char_tagger.model.side char" in cs["train"]
     assert "char_tagger_charonly_cpu.cfg" in cs["train-charonly"]

@@ -27,7 +27,7 @@ PyTorch parts left run their Linear layers in torch's dynamic int8 (those not un
 ``keep_float``). A prediction that keeps only the listeners' rows passes them to the last
 co-attention modules' graphs, as to the PyTorch modules. Unlike ``int8`` it quantizes the
 subword encoder and the copied layers too (that is where its speed comes from): the
-fast mode, whose F1 cost a trained pipeline measures (benchmarks/int8_accuracy.py).
+fast mode, whose F1 cost a trained pipeline measures (research/benchmarks/int8_accuracy.py).
 """
 
 import copy
@@ -68,7 +68,7 @@ EXPORTERS = ("torchscript", "dynamo")  # tried in this order (_write_graph)
 # one export at a time in the process, whichever pipeline or thread asks
 _EXPORT_LOCK = threading.RLock()
 # ONNX Runtime's CPU memory arena: off, it kept the largest chunk's activations for the rest of
-# the process; what-ifs turn it on (benchmarks/engine_memory.py --arena, speed_compare.py
+# the process; what-ifs turn it on (research/benchmarks/engine_memory.py --arena, speed_compare.py
 # --what-if-arena): a graph keeps the setting it was made with
 CPU_MEM_ARENA = False
 _SESSION_LOCK = threading.Lock()

@@ -8,7 +8,7 @@ depend on the weights, so this runs where the pretrained files are not (a bare G
 Texts: --data (a CoNLL file or .spacy corpus, e.g. WNUT-17 dev), or where none is at hand the
 package's built-in tweet-like sample lines, repeated.
 
-    python benchmarks/bf16_devices.py --data ../shared/data/wnut17/dev.conll --docs 512 --repeats 3
+    python research/benchmarks/bf16_devices.py --data ../shared/data/wnut17/dev.conll --docs 512 --repeats 3
 """
 
 import argparse

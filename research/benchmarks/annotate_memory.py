@@ -3,8 +3,8 @@ annotate process, for a tiny entangle pipeline (random 32-wide CANINE and BERT, 
 saved with ``store_output = true`` (the old default, which kept every doc's states), over N tweets (WNUT-17 dev
 sentences repeated). Run it at two N: a flat peak RSS means no doc's states are kept.
 
-    OMP_NUM_THREADS=1 python benchmarks/annotate_memory.py WORKDIR --data ../shared/data/wnut17/dev.conll --docs 10000
-    OMP_NUM_THREADS=1 python benchmarks/annotate_memory.py WORKDIR --data ... --docs 20000
+    OMP_NUM_THREADS=1 python research/benchmarks/annotate_memory.py WORKDIR --data ../shared/data/wnut17/dev.conll --docs 10000
+    OMP_NUM_THREADS=1 python research/benchmarks/annotate_memory.py WORKDIR --data ... --docs 20000
 
 The peak RSS comes from /usr/bin/time -v (GNU time), the shard size from the .spacy files.
 """
@@ -16,14 +16,14 @@ import sys
 import time
 from pathlib import Path
 
-import speed_data  # benchmarks/speed_data.py: the shared reader
+import speed_data  # research/benchmarks/speed_data.py: the shared reader
 
 
 def make_pipeline(path: Path) -> Path:
     """The tiny pipeline, saved once into ``path``."""
     if (path / "config.cfg").exists():
         return path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
     from _pipelines import build, examples
 
     from spacy_entangle.backbone_dirs import make_random_canine, make_random_subword

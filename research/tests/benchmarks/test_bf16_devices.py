@@ -1,9 +1,9 @@
-"""benchmarks/bf16_devices.py end to end on the CPU: the shipped shapes on random weights,
+"""research/benchmarks/bf16_devices.py end to end on the CPU: the shipped shapes on random weights,
 fp32 and bf16 side by side on real WNUT-17 lines, one row per device and a finite ratio."""
 
 import re
 
-import bf16_devices  # benchmarks/bf16_devices.py (setup.cfg: pytest pythonpath)
+import bf16_devices  # research/benchmarks/bf16_devices.py (setup.cfg: pytest pythonpath)
 import torch
 
 

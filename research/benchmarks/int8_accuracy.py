@@ -10,7 +10,7 @@ default's (inference.ONNX_INT8_FLOAT_NODES: none); `--keep-float-nodes ''` quant
 The nodes left in float are printed. `--smoothing ALPHA` / `--smoothing off` sets the alpha of
 onnx-int8's activation smoothing of the subword encoder (inference.ONNX_INT8_SMOOTHING, 0.5).
 
-    OMP_NUM_THREADS=1 python benchmarks/int8_accuracy.py PIPELINE CORPUS.spacy [CORPUS.spacy ...]
+    OMP_NUM_THREADS=1 python research/benchmarks/int8_accuracy.py PIPELINE CORPUS.spacy [CORPUS.spacy ...]
         [--modes int8 onnx-int8] [--keep-float char_encoder.words.]
         [--keep-float-nodes 'char_encoder\.words/.*layer\.\d+/output/dense'] [--smoothing off]
         [--output int8.json]

@@ -10,7 +10,7 @@ reading the attacked text (how far the subword encoder's own states move under a
 Word state: the mean over the word's characters of the middle copied layer's word state
 ("mid") and of the per-character output ("last"); the teacher's: the mean over its pieces.
 
-    OMP_NUM_THREADS=1 python benchmarks/grown_cosine.py project/backbones/grown \\
+    OMP_NUM_THREADS=1 python research/benchmarks/grown_cosine.py project/backbones/grown \\
         ../shared/data/tweets_unlabeled/tweets.txt --n 500 --noise 0.5
 """
 

@@ -1,4 +1,4 @@
-"""benchmarks/speed.py end to end on the tiny random backbones (issue 12): every part
+"""research/benchmarks/speed.py end to end on the tiny random backbones (issue 12): every part
 runs and prints its rows, and --output holds the figures; speed_compare.py times trained
 pipelines side by side (the project's `compare`)."""
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import spacy
-import speed as speed_module  # benchmarks/speed.py (setup.cfg: pytest pythonpath)
+import speed as speed_module  # research/benchmarks/speed.py (setup.cfg: pytest pythonpath)
 import speed_compare
 import speed_data
 import speed_flops
@@ -18,7 +18,7 @@ from spacy.tokens import Doc, DocBin
 
 from spacy_entangle.layers.entangle_model import entangle_shim
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]  # research/tests/benchmarks/ -> the checkout
 SENTENCES = [
     ("Going to Paris with Anna tomorrow", "O O B-location O B-person O"),
     ("@john_doe the new iPhone is sooo good", "O O O B-product O O O"),
@@ -227,7 +227,7 @@ def test_compare_times_entangle_pipelines_in_each_inference_mode(tmp_path):
     """--modes fp32 int8 (issue 25: the shipped variant's ratio to the baseline in fp32 and
     int8, side by side): a pipeline with an `entangle` component runs once per mode, set
     through the load config as a user would; a pipeline without one runs once."""
-    saved = Path(__file__).parent.parent / "fixtures" / "tiny" / "pipeline_663406e"
+    saved = REPO / "tests" / "fixtures" / "tiny" / "pipeline_663406e"
     nlp = spacy.blank("en")
     DocBin(docs=[nlp.make_doc(f"tweet {i} about Paris and @NASA") for i in range(8)]).to_disk(tmp_path / "dev.spacy")
     nlp.to_disk(tmp_path / "blank")
@@ -288,7 +288,7 @@ def test_compare_agreement_of_the_onnx_engine_with_fp32(tmp_path, capsys):
     """--modes fp32 onnx --agreement: the ONNX engine predicts what fp32 predicts on the same
     docs, its entangle states within float rounding (the table the README reports)."""
     pytest.importorskip("onnxruntime")
-    saved = Path(__file__).parent.parent / "fixtures" / "tiny" / "pipeline_663406e"
+    saved = REPO / "tests" / "fixtures" / "tiny" / "pipeline_663406e"
     nlp = spacy.blank("en")
     DocBin(docs=[nlp.make_doc(f"tweet {i} about Paris and @NASA") for i in range(8)]).to_disk(tmp_path / "dev.spacy")
     args = ["--data", str(tmp_path / "dev.spacy"), "--repeats", "1", "--modes", "fp32", "onnx", "--agreement"]
@@ -300,7 +300,7 @@ def test_compare_agreement_of_the_onnx_engine_with_fp32(tmp_path, capsys):
 
 
 def test_speed_targets_print_every_target_the_default_first(tmp_path, capsys):
-    """benchmarks/speed_targets.py: one command, every target as a ratio with met/missed
+    """research/benchmarks/speed_targets.py: one command, every target as a ratio with met/missed
     (speeds side by side, the pipeline's default first with its load + first doc in a fresh
     process, each mode's F1 cost on the clean and the noisy corpus, a long doc's speed, the
     memory two long docs add in child processes), the CPU's int8 features beside each."""
@@ -308,7 +308,7 @@ def test_speed_targets_print_every_target_the_default_first(tmp_path, capsys):
 
     import speed_targets
 
-    saved = Path(__file__).parent.parent / "fixtures" / "tiny" / "pipeline_663406e"
+    saved = REPO / "tests" / "fixtures" / "tiny" / "pipeline_663406e"
     nlp = spacy.blank("en")
     docs = []
     for i in range(6):
@@ -365,7 +365,7 @@ def test_compare_times_onnx_int8_with_named_graph_nodes_in_float(tmp_path, capsy
     from spacy_entangle.modeling import inference
     from spacy_entangle.modeling.engines.onnx import kept_float_nodes
 
-    saved = Path(__file__).parent.parent / "fixtures" / "tiny" / "pipeline_663406e"
+    saved = REPO / "tests" / "fixtures" / "tiny" / "pipeline_663406e"
     nlp = spacy.blank("en")
     DocBin(docs=[nlp.make_doc(f"tweet {i} about Paris and @NASA") for i in range(8)]).to_disk(tmp_path / "dev.spacy")
     ffn = r"subword_encoder/.*layer\.\d+/output/dense"

@@ -14,9 +14,9 @@ int8 pays very differently with and without them.
   of the short docs, >= 0.65x;
 - one doc of --memory-chars characters adds <= 0.5x the baseline's peak memory, and one of
   --max-chars characters adds under 2 GiB to the loaded pipeline (each in a child process
-  of its own, as benchmarks/long_docs.py measures: a peak RSS is a process's).
+  of its own, as research/benchmarks/long_docs.py measures: a peak RSS is a process's).
 
-    OMP_NUM_THREADS=1 python benchmarks/speed_targets.py --data project/corpus/dev.spacy \\
+    OMP_NUM_THREADS=1 python research/benchmarks/speed_targets.py --data project/corpus/dev.spacy \\
         --noisy project/noisy/dev_noise0.5.spacy --limit 500 --threads 1 \\
         --baseline project/training/baseline-aug/seed0/model-best \\
         --entangle project/training/entangle-aug/seed0/model-scored

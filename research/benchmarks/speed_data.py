@@ -15,7 +15,7 @@ import spacy_entangle  # noqa: F401  (registers the factories and architectures)
 from spacy_entangle.converters.conll_ner import read_conll as read_conll_file
 from spacy_entangle.modeling.inference import INFERENCE_MODES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # research/benchmarks/ -> the checkout
 MODES = INFERENCE_MODES  # the `entangle` component's inference modes, timed side by side
 BASELINE = "spacy-transformers"
 # (words, spaces) of one doc, and (words, BIO tags) of one sentence

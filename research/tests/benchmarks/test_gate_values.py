@@ -1,7 +1,7 @@
-"""benchmarks/gate_values.py on a tiny gated pipeline: the gate's subword weight on clean
+"""research/benchmarks/gate_values.py on a tiny gated pipeline: the gate's subword weight on clean
 tokens, and on an attacked copy's attacked and untouched tokens."""
 
-import gate_values  # benchmarks/gate_values.py (setup.cfg: pytest pythonpath)
+import gate_values  # research/benchmarks/gate_values.py (setup.cfg: pytest pythonpath)
 import pytest
 import spacy
 from _pipelines import build, examples, listener, ner_model, train

@@ -4,7 +4,7 @@ modes' graphs exported or read, their sessions made) before and after one doc of
 a mode keeps after the doc is memory the process never gets back (an allocator's arena, caches
 sized by the longest input).
 
-    OMP_NUM_THREADS=1 python benchmarks/engine_memory.py WORKDIR --data ../shared/data/wnut17/dev.conll \\
+    OMP_NUM_THREADS=1 python research/benchmarks/engine_memory.py WORKDIR --data ../shared/data/wnut17/dev.conll \\
         --subword project/backbones/minilm --modes fp32 onnx-int8 --chars 100000 [--arena]
 
 The pipeline is the shipped shape made by long_docs.py (MiniLM-L6 + a grown char encoder with

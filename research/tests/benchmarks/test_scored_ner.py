@@ -1,10 +1,10 @@
-"""benchmarks/scored_ner.py end to end on a tiny trained pipeline (issue 32): the F1 of the
+"""research/benchmarks/scored_ner.py end to end on a tiny trained pipeline (issue 32): the F1 of the
 greedy ner and of each beam, the score bands, words/s side by side and the ner alone."""
 
 import json
 
 import pytest
-import scored_ner  # benchmarks/scored_ner.py (setup.cfg: pytest pythonpath)
+import scored_ner  # research/benchmarks/scored_ner.py (setup.cfg: pytest pythonpath)
 from _pipelines import TEXTS, save_trained_ner
 from spacy.tokens import DocBin
 from spacy.training import Example

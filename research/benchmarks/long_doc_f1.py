@@ -7,7 +7,7 @@ docs longer than a window (1,024 characters in the CPU preset) see the overlap a
 (`window_getter`'s max_chars / max_pieces, set at load time like the overlap): each overlap at
 each window size.
 
-    OMP_NUM_THREADS=1 python benchmarks/long_doc_f1.py project/training/entangle-aug/seed0/model-best \\
+    OMP_NUM_THREADS=1 python research/benchmarks/long_doc_f1.py project/training/entangle-aug/seed0/model-best \\
         --data project/corpus/dev.spacy --doc-chars 20000 --overlaps 0.25 0.1 0 \\
         --baseline project/training/baseline-aug/seed0/model-best --threads 1 [--windows 1024:256 256:64]
 """

@@ -5,7 +5,7 @@ gradient the listeners hand the `entangle` component (what `spacy train` logs as
 ENTANGLE) and that of the consistency term at weight 1 (noise/consistency.py): the weight
 that makes the two equal is the square root of their ratio. No weight is updated.
 
-    OMP_NUM_THREADS=1 python benchmarks/consistency_scale.py PIPELINE CORPUS.spacy \\
+    OMP_NUM_THREADS=1 python research/benchmarks/consistency_scale.py PIPELINE CORPUS.spacy \\
         [--batches 4] [--batch-size 32] [--level 0.5] [--rate 0.5] [--seed 0]
 """
 

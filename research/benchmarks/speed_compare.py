@@ -5,10 +5,10 @@ The pipelines are given as NAME=DIR, or read from a file of such lines with @FIL
 project writes one: ``scripts/variants.py pipelines``); a DIR that does not exist (a
 variant not trained) is skipped with a note.
 
-    python benchmarks/speed_compare.py --data project/corpus/dev.spacy --limit 0 \\
+    python research/benchmarks/speed_compare.py --data project/corpus/dev.spacy --limit 0 \\
         --pipelines a=project/training/entangle/seed0/model-best b=project/training/baseline/seed0/model-best
-    python benchmarks/speed_compare.py --data corpus/dev.spacy --pipelines @metrics/pipelines_seed0.txt
-    python benchmarks/speed_compare.py --data corpus/dev.spacy --modes fp32 int8 --pipelines baseline=... entangle=...
+    cd project && python ../research/benchmarks/speed_compare.py --data corpus/dev.spacy --pipelines @metrics/pipelines_seed0.txt
+    cd project && python ../research/benchmarks/speed_compare.py --data corpus/dev.spacy --modes fp32 int8 --pipelines baseline=... entangle=...
 
 --modes times each pipeline with an `entangle` component once per inference mode (named
 NAME@MODE after the first), all in the same interleaved rounds; other pipelines run once.
@@ -19,7 +19,7 @@ the same predictions (entities, tags, categories) and the largest difference of 
 states per side (what a mode changes, where no gold data or trained head is at hand). The
 CPU engines, the baseline first, one thread (OMP_NUM_THREADS=1 and --threads 1):
 
-    OMP_NUM_THREADS=1 python benchmarks/speed_compare.py --data ../shared/data/wnut17/dev.conll \
+    OMP_NUM_THREADS=1 python research/benchmarks/speed_compare.py --data ../shared/data/wnut17/dev.conll \
         --limit 600 --threads 1 --modes fp32 int8 bf16 onnx onnx-int8 --agreement \
         --pipelines baseline=BASELINE_DIR entangle=ENTANGLE_DIR
 

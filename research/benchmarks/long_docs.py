@@ -5,7 +5,7 @@ the same MiniLM (configs/baseline_ner_cpu.cfg), each run in a child process of i
 the peak RSS while it runs (VmHWM, reset after loading) above the RSS of the loaded,
 warmed-up pipeline with the doc made is what the doc costs.
 
-    OMP_NUM_THREADS=1 python benchmarks/long_docs.py WORKDIR --data ../shared/data/wnut17/dev.conll \\
+    OMP_NUM_THREADS=1 python research/benchmarks/long_docs.py WORKDIR --data ../shared/data/wnut17/dev.conll \\
         --lengths 100000,300000,1000000
 
 --no-streaming keeps every window's states as the model computes them (keep_rows = "all",

@@ -16,8 +16,8 @@ rounds, best of N). CPU by default, --gpu-id for CUDA. One script per part:
 
 Trained pipelines side by side (the project's `compare`): speed_compare.py.
 
-    python benchmarks/speed.py --data ../shared/data/wnut17/dev.conll --output speed.json
-    python benchmarks/speed.py --data ... --model project/training/entangle/model-best \\
+    python research/benchmarks/speed.py --data ../shared/data/wnut17/dev.conll --output speed.json
+    python research/benchmarks/speed.py --data ... --model project/training/entangle/model-best \\
         --dev project/corpus/dev.spacy --paper-shapes
 
 --data is a CoNLL file (WORD<TAB>BIO-TAG) or a .spacy corpus (its words and entities).

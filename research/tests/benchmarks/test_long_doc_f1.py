@@ -1,4 +1,4 @@
-"""benchmarks/long_doc_f1.py on a tiny trained pipeline (issue 30): dev docs joined into long
+"""research/benchmarks/long_doc_f1.py on a tiny trained pipeline (issue 30): dev docs joined into long
 docs with their entities, scored at each window overlap and with a second pipeline."""
 
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 import spacy
 from _pipelines import TEXTS, save_trained_ner
-from long_doc_f1 import joined_docs, main, parse_args  # benchmarks/ (setup.cfg: pytest pythonpath)
+from long_doc_f1 import joined_docs, main, parse_args  # research/benchmarks/ (setup.cfg: pytest pythonpath)
 from spacy.tokens import DocBin
 from spacy.training import Example
 

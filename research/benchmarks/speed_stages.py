@@ -3,11 +3,11 @@ labels entangle.prepare / subword_encoder / char_encoder / coattention) and the 
 listener + components.
 
 Alone, it profiles the shipped-shaped pipeline (configs/ner_cpu.cfg with a grown char
-encoder, m = 1, NER on side "both"; made in WORKDIR as benchmarks/long_docs.py makes it) on
+encoder, m = 1, NER on side "both"; made in WORKDIR as research/benchmarks/long_docs.py makes it) on
 --limit dev tweets, or on one doc of --doc-chars characters (the tweets joined):
 
-    OMP_NUM_THREADS=1 python benchmarks/speed_stages.py WORKDIR --data ../shared/data/wnut17/dev.conll --limit 500
-    OMP_NUM_THREADS=1 python benchmarks/speed_stages.py WORKDIR --data ... --doc-chars 100000
+    OMP_NUM_THREADS=1 python research/benchmarks/speed_stages.py WORKDIR --data ../shared/data/wnut17/dev.conll --limit 500
+    OMP_NUM_THREADS=1 python research/benchmarks/speed_stages.py WORKDIR --data ... --doc-chars 100000
 """
 
 import argparse

@@ -7,7 +7,7 @@ graphs exported by the engine as onnx-int8 exports them (smoothed on the package
 text, or not), each word's first piece read. --pipeline DIR: a trained pipeline's `entangle`
 states, side by side in fp32 and in onnx-int8 with each smoothing, the rows its listeners read.
 
-    OMP_NUM_THREADS=1 python benchmarks/int8_states.py --data ../shared/data/wnut17/dev.conll \
+    OMP_NUM_THREADS=1 python research/benchmarks/int8_states.py --data ../shared/data/wnut17/dev.conll \
         --limit 300 --encoder project/backbones/minilm [--pipeline PIPELINE] [--alphas 0.5 off]
 """
 

@@ -5,7 +5,7 @@ tokens), the copy's tokens split into attacked (text changed) and untouched ones
 learned to lean on the char side where the spelling is broken gives attacked tokens a lower g
 than the same tokens clean; mean |g - 0.5| says how far it moved from its start (the average).
 
-    OMP_NUM_THREADS=1 python benchmarks/gate_values.py PIPELINE CLEAN.spacy NOISY.spacy [--limit 0]
+    OMP_NUM_THREADS=1 python research/benchmarks/gate_values.py PIPELINE CLEAN.spacy NOISY.spacy [--limit 0]
 """
 
 import argparse
