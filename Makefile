@@ -60,14 +60,18 @@ format: venv
 # lint first (make runs the prerequisites left to right)
 test: lint test-full test-core test-cross
 
+# two pytest-xdist workers of one torch thread each fill the 2 cores (each test file whole in one
+# worker: tests/conftest.py's xdist groups)
+PYTEST_PARALLEL ?= -n 2 --dist loadgroup
+
 test-full: venv
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_PARALLEL)
 
 # the tests that need neither spacy-transformers nor the weasel projects (tests/conftest.py),
 # on the newest transformers; -rs lists what an absent extra skipped
 test-core: venv-core
 	$(CORE_BIN)/python -c "from importlib.metadata import version as v; print('core suite: transformers', v('transformers'))"
-	$(CORE_BIN)/python -m pytest -q -p no:cacheprovider -rs
+	OMP_NUM_THREADS=1 $(CORE_BIN)/python -m pytest -q -p no:cacheprovider -rs $(PYTEST_PARALLEL)
 
 # a pipeline saved under each venv's transformers (4.x, 5.x) loads under the other's and
 # predicts the same (tests/test_cross_version.py, ~30 s; the two suites above skip it)

@@ -91,3 +91,15 @@ def wnut17_dir(shared_data) -> Path:
     if not path.is_dir():
         pytest.skip(f"WNUT-17 not found at {path}")
     return path
+
+
+# Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`) each test file runs whole in one
+# worker, as the files' module fixtures expect; the two files that build the plugin's wheel from
+# the checkout (its build/ folder) share one worker, so no two builds write it at once.
+_WHEEL_BUILDERS = {"tests/test_packaging.py", "tests/project/test_project.py"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group("wheel-builders" if path in _WHEEL_BUILDERS else path))

@@ -41,6 +41,7 @@ TINY_VARS = {
     "char_width": 32,
     "char_heads": 2,
     "max_steps": 4,
+    "baseline_max_steps": 4,
     "eval_frequency": 2,
     "package_version": "0.0.1",
     "plugin_src": str(ROOT),  # the project runs from a copy: build the plugin from the checkout
@@ -105,6 +106,9 @@ def test_project_yml_is_valid():
     commands = {c["name"]: c for c in cfg["commands"]}
     assert cfg["workflows"]["all"] == ["data", "backbones", "pretrain-grown", "corpus", "train", "package", "install"]
     assert cfg["workflows"]["baseline"][-2:] == ["train-baseline", "compare"]
+    # each model at its own budget, read off its learning curve: the baseline's is the longer
+    assert cfg["vars"]["baseline_max_steps"] > cfg["vars"]["max_steps"]
+    assert f"--max-steps {cfg['vars']['baseline_max_steps']} " in commands["train-baseline"]["script"][0]
     for name, steps in cfg["workflows"].items():
         assert set(steps) <= set(commands), name
     for name, cmd in commands.items():
