@@ -105,10 +105,11 @@ def _nearest_listing(name: str) -> str:
 def local_model_dirs(root: Path = Path(".")) -> List[str]:
     """Folders holding a config.json under ``root`` (itself and up to ``_SEARCH_DEPTH`` levels
     down, hidden folders and environments skipped, at most ``_SEARCH_MAX_DIRS`` visited), as
-    paths relative to it."""
+    paths relative to it. Linked folders are followed (a model folder is often a link to a
+    download cache); the depth and visit bounds keep a link cycle finite."""
     found: List[str] = []
     visited = 0
-    for folder, subdirs, files in os.walk(root):
+    for folder, subdirs, files in os.walk(root, followlinks=True):
         visited += 1
         rel = os.path.relpath(folder, root)
         depth = 0 if rel == "." else rel.count(os.sep) + 1

@@ -33,6 +33,7 @@ from ..layers.entangle_model import entangle_shim
 from ..layers.listener import EntangleListener, OutputStore, no_backprop
 from ..modeling.inference import InferenceSetting, check_inference_mode
 from ..noise.consistency import NoiseConsistency
+from ..training.budget import config_budget_problems
 from .attention import label_attention
 from .deferred import DeferredBackward
 from .linking import ListenerLinks
@@ -200,9 +201,7 @@ class Entangle(ListenerLinks, TrainablePipe):
         self.vocab = vocab
         self.model = model
         # a run-time setting from the config, not saved with the weights (cfg is)
-        self.inference = check_inference_mode(inference)
-        if model.shims:
-            entangle_shim(model).set_inference(self.inference)
+        self.inference = inference
         self.store_attention = store_attention
         # run-time settings too: which side's pooled token vectors fill doc.tensor (None: none)
         self.doc_tensor, self.doc_tensor_pooling = check_doc_tensor(doc_tensor, doc_tensor_pooling)
@@ -217,6 +216,18 @@ class Entangle(ListenerLinks, TrainablePipe):
         # training: the batch waiting for its backward pass, and its optimizer step
         self._deferred = DeferredBackward(model)
         install_extensions()
+
+    @property
+    def inference(self) -> str:
+        """How prediction runs (the factory's ``inference``). Setting it on a loaded pipeline
+        switches the mode from the next doc on, as loading with that override does."""
+        return entangle_shim(self.model).inference if self.model.shims else self._inference
+
+    @inference.setter
+    def inference(self, mode: str) -> None:
+        self._inference = check_inference_mode(mode)
+        if self.model.shims:
+            entangle_shim(self.model).set_inference(self._inference)
 
     @property
     def store_attention(self) -> bool:
@@ -438,11 +449,15 @@ class Entangle(ListenerLinks, TrainablePipe):
         return 0.0, None
 
     def initialize(self, get_examples: Callable[[], Iterable[Example]], *, nlp: Optional[Language] = None) -> None:
-        """Load both backbones (by name or local path), check and size the listeners."""
+        """Load both backbones (by name or local path), check and size the listeners; warn
+        about a training budget that cannot reach its peak learning rate or its first scored
+        evaluation (training/budget.py)."""
         self.model.initialize()
         self.renew_states_id()
         if nlp is not None:
             self.link_listeners(nlp)
+            for problem in config_budget_problems(nlp.config):
+                warnings.warn(f"spacy-entangle: {problem}", UserWarning, stacklevel=2)
         width = self.model.get_dim("nO")
         for listener in self.listeners:
             listener.set_dim("nO", width, force=True)

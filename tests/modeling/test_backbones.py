@@ -183,3 +183,20 @@ def test_the_nearest_local_model_folders_are_named_first(tmp_path, monkeypatch):
     assert "nearest that name" in _nearest_model_dirs("bert")
     monkeypatch.chdir(tmp_path / "project" / "backbones" / "minilm")
     assert "no model folder (with a config.json) lies below" in _nearest_model_dirs("bert")
+
+
+def test_a_linked_model_folder_is_found_and_a_link_cycle_ends(tmp_path, monkeypatch):
+    """A model folder that is a symbolic link (to a download cache, say) is named like a real
+    one; a link back to an ancestor does not make the search loop."""
+    from spacy_entangle.modeling.backbones import _nearest_model_dirs, local_model_dirs
+
+    real = tmp_path / "cache" / "grown-v1"
+    real.mkdir(parents=True)
+    (real / "config.json").write_text("{}")
+    work = tmp_path / "work"
+    (work / "backbones").mkdir(parents=True)
+    (work / "backbones" / "grown").symlink_to(real, target_is_directory=True)
+    (work / "backbones" / "loop").symlink_to(work, target_is_directory=True)
+    monkeypatch.chdir(work)
+    assert "backbones/grown" in local_model_dirs()
+    assert "backbones/grown" in _nearest_model_dirs("backbones/grwn")

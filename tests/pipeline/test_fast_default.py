@@ -306,3 +306,24 @@ def test_the_package_step_ships_auto_with_its_graphs_and_the_onnx_extra(saved, t
     _same(_states(nlp), states["onnx-int8"])
     assert inference_extras(shipped) == ["onnx"] and inference_extras(root / "plain") == []
     assert plugin_requirement(["onnx"]).startswith("spacy-entangle[onnx]>=")
+
+
+def test_setting_the_mode_on_a_loaded_pipeline_switches_its_prediction(canine_dir, bert_dir, tmp_path):
+    """`nlp.get_pipe("entangle").inference = MODE` predicts in MODE from the next doc on, as
+    loading with the override does (it was a plain attribute that nothing read); a bad mode is
+    refused with the modes that exist."""
+    nlp = build(canine_dir, bert_dir, components=("ner",), store_output=False)
+    train(nlp, n_steps=1)
+    entangle = nlp.get_pipe("entangle")
+    shim = entangle.model.shims[0]
+    exact = _states(nlp)
+    assert entangle.inference == "fp32" and shim.predict_mode == "fp32"
+    entangle.inference = "int8"
+    assert entangle.inference == "int8" and shim.predict_mode == "int8"
+    quantized = _states(nlp)
+    assert any(not numpy.array_equal(a, b) for (a, _), (b, _) in zip(exact, quantized))
+    entangle.inference = "fp32"
+    assert all(numpy.array_equal(a, b) for (a, _), (b, _) in zip(exact, _states(nlp)))
+    with pytest.raises(ValueError, match="onnx-int8"):
+        entangle.inference = "int4"
+    assert entangle.inference == "fp32"

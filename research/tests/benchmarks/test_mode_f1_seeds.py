@@ -1,0 +1,74 @@
+"""research/benchmarks/mode_f1_seeds.py: the per-seed F1 of fp32 and the modes' differences
+from it, as one table; and the recorded table in docs/results/speed.md is what the committed
+per-seed files give."""
+
+import json
+import statistics
+from pathlib import Path
+
+import mode_f1_seeds  # research/benchmarks/mode_f1_seeds.py (setup.cfg: pytest pythonpath)
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+DATA = REPO / "docs" / "results" / "data" / "mode_f1"
+
+
+def _write(path: Path, smoothing, fp32, modes) -> Path:
+    data = {"pipeline": "p", "onnx_int8_smoothing": smoothing, "fp32": fp32, **modes}
+    path.write_text(json.dumps(data), encoding="utf8")
+    return path
+
+
+def test_differences_per_seed_and_their_mean_and_sample_std(tmp_path):
+    files = []
+    for seed, (clean, noisy) in enumerate([(0.50, 0.40), (0.52, 0.41), (0.54, 0.42)]):
+        fp32 = {"dev.spacy": clean, "dev_noise0.5.spacy": noisy}
+        files.append(
+            _write(
+                tmp_path / f"seed{seed}_smoothing_0.5.json",
+                0.5,
+                fp32,
+                {
+                    "onnx-int8": {"dev.spacy": clean - 0.001 * seed, "dev_noise0.5.spacy": noisy + 0.002},
+                    "int8": {"dev.spacy": clean, "dev_noise0.5.spacy": noisy - 0.01},
+                },
+            )
+        )
+        files.append(
+            _write(
+                tmp_path / f"seed{seed}_smoothing_off.json",
+                None,
+                fp32,
+                {"onnx-int8": {"dev.spacy": clean + 0.003, "dev_noise0.5.spacy": noisy}},
+            )
+        )
+    seeds, table = mode_f1_seeds.rows(sorted(files))
+    assert seeds == ["seed 0", "seed 1", "seed 2"]
+    assert set(table) == {"`fp32` (F1)", "`onnx-int8`, smoothing 0.5", "`onnx-int8`, smoothing off", "`int8`"}
+    smoothed = [table["`onnx-int8`, smoothing 0.5"][s]["dev.spacy"] for s in seeds]
+    assert smoothed == pytest.approx([0.0, -0.1, -0.2])
+    text = mode_f1_seeds.render(sorted(files))
+    row = next(line for line in text.splitlines() if "smoothing 0.5" in line)
+    assert f"{statistics.mean(smoothed):+.2f} ± {statistics.stdev(smoothed):.2f}" in row
+    assert "+0.20 ± 0.00" in row  # noise 0.5: +0.2 on every seed
+    assert "| `fp32` (F1) | 50.00 / 40.00 |" in text
+
+
+def test_a_file_without_its_seed_in_the_name_is_refused(tmp_path):
+    path = _write(tmp_path / "scores.json", 0.5, {"dev.spacy": 0.5, "dev_noise0.5.spacy": 0.4}, {})
+    with pytest.raises(ValueError, match="seedN"):
+        mode_f1_seeds.rows([path])
+
+
+def test_the_page_and_the_committed_files_agree(tmp_path):
+    files = sorted(DATA.glob("*.json"))
+    assert files, f"no committed per-seed files in {DATA}"
+    assert (
+        mode_f1_seeds.main(["render", *map(str, files), "--page", str(REPO / "docs/results/speed.md"), "--check"]) == 0
+    )
+    page = tmp_path / "page.md"
+    page.write_text(f"intro\n{mode_f1_seeds.START}\nold\n{mode_f1_seeds.END}\nrest\n", encoding="utf8")
+    assert mode_f1_seeds.main(["render", *map(str, files), "--page", str(page), "--check"]) == 1
+    assert mode_f1_seeds.main(["render", *map(str, files), "--page", str(page)]) == 0
+    assert mode_f1_seeds.main(["render", *map(str, files), "--page", str(page), "--check"]) == 0
+    assert page.read_text(encoding="utf8").startswith("intro\n") and page.read_text(encoding="utf8").endswith("rest\n")
