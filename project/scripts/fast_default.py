@@ -1,8 +1,8 @@
 """Give a trained pipeline the fast default it ships with: its `entangle` components set to
-`inference = "auto"` (on a CPU the fastest mode, onnx-int8, where onnxruntime is installed,
-else fp32 with one warning; on a GPU the model itself), and the ONNX graphs that mode predicts
-with exported now and saved in the pipeline folder, with the sha256 of the weights they come
-from, so `spacy.load` reads them instead of exporting on a user's first doc.
+`inference = "auto"` (on a CPU the fastest mode that keeps fp32's accuracy,
+`inference.AUTO_CPU_MODE`; on a GPU the model itself), and, when that mode runs ONNX graphs,
+the graphs exported now and saved in the pipeline folder, with the sha256 of the weights they
+come from, so `spacy.load` reads them instead of exporting on a user's first doc.
 
     python scripts/fast_default.py training/entangle-aug/seed0/model-scored [--output DIR]
 

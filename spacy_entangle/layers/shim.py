@@ -111,7 +111,7 @@ class EntangleShim(PyTorchShim):
     def set_inference(self, mode: str) -> None:
         """How ``predict`` runs: fp32 (exact), int8 (quantized copy, CPU), bf16 (autocast),
         onnx / onnx-int8 (ONNX Runtime copy, CPU; without onnxruntime fp32, with a warning),
-        auto (the device's fast default: modeling/inference.py)."""
+        auto (the device's default: modeling/inference.py)."""
         self.inference = check_inference_mode(mode)
         self._settle_inference()
 

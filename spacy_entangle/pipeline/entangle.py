@@ -140,13 +140,14 @@ def make_entangle(
     inference (str): how prediction runs (training is always exact; a run-time setting,
         not saved with the weights), one of
           "fp32": the exact model (the default);
-          "auto": the device's fast default, for shipped pipelines: on a CPU "onnx-int8"
-            where onnxruntime is installed (else fp32, with one warning), on a GPU the
-            model itself;
+          "auto": the device's default, for shipped pipelines: on a CPU the fastest mode
+            that keeps fp32's accuracy (modeling/inference.py's AUTO_CPU_MODE, "int8"),
+            on a GPU the model itself;
           "int8": dynamic int8 quantization of the Linear layers (CPU);
           "bf16": bfloat16 autocast;
           "onnx": ONNX Runtime, the same model in fp32 (CPU);
-          "onnx-int8": ONNX Runtime's dynamic int8 of the encoders and co-attention (CPU).
+          "onnx-int8": ONNX Runtime's dynamic int8 of the encoders and co-attention (CPU;
+            the fastest, at a cost in F1).
         Any other value is refused. The onnx modes' graphs are exported once and saved with
         the pipeline (``to_disk``; ``prepare_inference`` exports them before the first
         doc); without onnxruntime they predict in fp32 with a warning that names the
