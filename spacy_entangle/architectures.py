@@ -166,30 +166,8 @@ def _combine(side: Side, combine: Combine) -> List[Model]:
     return [with_array(side_gate())]
 
 
-@registry.architectures("spacy-entangle.EntangleTok2Vec.v1")
-def EntangleTok2Vec_v1(
-    char_backbone: str,
-    subword_backbone: str,
-    side: Side = "subword",
-    pooling: Optional[Model[Ragged, Floats2d]] = None,
-    grad_factor: float = 1.0,
-    n_coattention: int = 2,
-    hidden_width: Optional[int] = None,
-    n_heads: Optional[int] = None,
-    ffn_width: Optional[int] = None,
-    dropout: float = 0.1,
-    backbone_lr_scale: float = 1.0,
-    mixed_precision: bool = False,
-    gradient_checkpointing: bool = False,
-    window_getter: Optional[WindowSettings] = None,
-    max_batch_chars: int = 16384,
-) -> Model[List[Doc], List[Floats2d]]:
-    """A standalone entangle encoder followed by a listener's pooling, for a component
-    that owns its encoder instead of sharing an `entangle` component: what
-    ``nlp.replace_listeners`` puts in place of an EntangleListener.v1. As
-    EntangleTok2Vec.v2 with combine = "concat". Returns a model from docs to one
-    (n_tokens, width) array per doc.
-
+# the parameters both EntangleTok2Vec versions share, documented once (v2 adds combine)
+_TOK2VEC_PARAMETERS = """
     char_backbone (str): as EntangleModel.v1's: the character encoder, a hub name or a
         local directory.
     subword_backbone (str): as EntangleModel.v1's: the subword encoder and its tokenizer.
@@ -216,8 +194,37 @@ def EntangleTok2Vec_v1(
         (default): windows.v1's defaults.
     max_batch_chars (int): as EntangleModel.v1's: the most padded characters run at once;
         16384.
+"""
+
+
+@registry.architectures("spacy-entangle.EntangleTok2Vec.v1")
+def EntangleTok2Vec_v1(
+    char_backbone: str,
+    subword_backbone: str,
+    side: Side = "subword",
+    pooling: Optional[Model[Ragged, Floats2d]] = None,
+    grad_factor: float = 1.0,
+    n_coattention: int = 2,
+    hidden_width: Optional[int] = None,
+    n_heads: Optional[int] = None,
+    ffn_width: Optional[int] = None,
+    dropout: float = 0.1,
+    backbone_lr_scale: float = 1.0,
+    mixed_precision: bool = False,
+    gradient_checkpointing: bool = False,
+    window_getter: Optional[WindowSettings] = None,
+    max_batch_chars: int = 16384,
+) -> Model[List[Doc], List[Floats2d]]:
+    """A standalone entangle encoder followed by a listener's pooling, for a component
+    that owns its encoder instead of sharing an `entangle` component: what
+    ``nlp.replace_listeners`` puts in place of an EntangleListener.v1. As
+    EntangleTok2Vec.v2 with combine = "concat". Returns a model from docs to one
+    (n_tokens, width) array per doc.
     """
     return EntangleTok2Vec_v2(**locals(), combine="concat")
+
+
+EntangleTok2Vec_v1.__doc__ = f"{EntangleTok2Vec_v1.__doc__}{_TOK2VEC_PARAMETERS}"
 
 
 @registry.architectures("spacy-entangle.EntangleTok2Vec.v2")
@@ -245,39 +252,16 @@ def EntangleTok2Vec_v2(
     plus the listener's ``combine``. Returns a model from docs to one (n_tokens, width)
     array per doc.
 
-    char_backbone (str): as EntangleModel.v1's: the character encoder, a hub name or a
-        local directory.
-    subword_backbone (str): as EntangleModel.v1's: the subword encoder and its tokenizer.
-    side (str): as EntangleListener's: "subword" (default), "char" or "both".
-    pooling (Optional[Model[Ragged, Floats2d]]): as EntangleListener's: how a token's rows
-        become one vector; null (default): reduce_first.
-    grad_factor (float): as EntangleListener's: the factor on the gradients that reach the
-        encoder through this pooling; 1.0 by default.
     combine (str): as EntangleListener.v2's: how side = "both" joins the two sides,
         "concat" (default) or "gate" (which needs side = "both").
-    n_coattention (int): as EntangleModel.v1's: co-attention modules per side, 2 by
-        default, 0 or more.
-    hidden_width (Optional[int]): as EntangleModel.v1's: the co-attention width; null
-        (default): the subword encoder's.
-    n_heads (Optional[int]): as EntangleModel.v1's: attention heads; null (default): the
-        subword encoder's head count.
-    ffn_width (Optional[int]): as EntangleModel.v1's: the feed-forward width; null
-        (default): 4 x hidden_width.
-    dropout (float): as EntangleModel.v1's: the co-attention dropout, in [0, 1); 0.1.
-    backbone_lr_scale (float): as EntangleModel.v1's: the pretrained encoders'
-        learning-rate factor; 1.0.
-    mixed_precision (bool): as EntangleModel.v1's: fp16 training on a CUDA GPU; false.
-    gradient_checkpointing (bool): as EntangleModel.v1's: recompute activations in the
-        backward pass to save memory; false.
-    window_getter (Optional[WindowSettings]): as EntangleModel.v1's: the windows; null
-        (default): windows.v1's defaults.
-    max_batch_chars (int): as EntangleModel.v1's: the most padded characters run at once;
-        16384.
     """
     gate = _combine(side, combine)
     model = EntangleModel(EntangleSettings.pick(locals()), window_getter)
     set_sides(model, side_names(side))
     return chain(model, entangle_pool(side, pooling or reduce_first(), grad_factor), *gate)
+
+
+EntangleTok2Vec_v2.__doc__ = f"{EntangleTok2Vec_v2.__doc__}{_TOK2VEC_PARAMETERS}"
 
 
 @registry.architectures("spacy-entangle.TextCatCls.v1")

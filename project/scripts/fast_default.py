@@ -1,4 +1,4 @@
-"""Give a trained pipeline the fast default it ships with: its `entangle` components set to
+"""Give a trained pipeline the inference default it ships with: its `entangle` components set to
 `inference = "auto"` (on a CPU the fastest mode that keeps fp32's accuracy,
 `inference.AUTO_CPU_MODE`; on a GPU the model itself), and, when that mode runs ONNX graphs,
 the graphs exported now and saved in the pipeline folder, with the sha256 of the weights they

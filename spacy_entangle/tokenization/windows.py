@@ -65,6 +65,21 @@ class WindowSettings:
 V1_OVERLAP = 0.25
 V2_OVERLAP = 0.1
 
+# the parameters both versions take, documented once (each version names its default overlap)
+_PARAMETERS = """
+    max_pieces (Optional[int]): the most subword pieces in a window, specials included; null
+        (default): the subword encoder's own limit (512 for RoBERTa). A positive integer; a
+        larger one than the encoder's limit is cut to that limit.
+    max_chars (Optional[int]): the most characters in a window, specials included; null
+        (default): the char encoder's own limit (2048 for CANINE). A positive integer; a
+        larger one than the encoder's limit is cut to that limit.
+    overlap (float): the fraction of each window's tokens that the next window reads
+        again, in [0, 1); {overlap} by default. Tokens near a cut then get context on both
+        sides (each token is read from the window in which it lies most centrally); more
+        overlap encodes more of a long doc twice (about 1 / (1 - overlap) times its
+        length in all).
+"""
+
 
 @registry.misc("spacy-entangle.windows.v1")
 def configure_windows(
@@ -78,20 +93,11 @@ def configure_windows(
     pipelines saved with v1 (and of ``window_getter = null``, which means v1's defaults);
     new configs name v2. Returns the WindowSettings an EntangleModel's ``window_getter``
     takes.
-
-    max_pieces (Optional[int]): the most subword pieces in a window, specials included; null
-        (default): the subword encoder's own limit (512 for RoBERTa). A positive integer; a
-        larger one than the encoder's limit is cut to that limit.
-    max_chars (Optional[int]): the most characters in a window, specials included; null
-        (default): the char encoder's own limit (2048 for CANINE). A positive integer; a
-        larger one than the encoder's limit is cut to that limit.
-    overlap (float): the fraction of each window's tokens that the next window reads
-        again, in [0, 1); 0.25 (a quarter) by default. Tokens near a cut then get context on both sides
-        (each token is read from the window in which it lies most centrally); more
-        overlap encodes more of a long doc twice (about 1 / (1 - overlap) times its
-        length in all).
     """
     return WindowSettings(max_pieces, max_chars, overlap)
+
+
+configure_windows.__doc__ = f"{configure_windows.__doc__}{_PARAMETERS.format(overlap=f'{V1_OVERLAP} (a quarter)')}"
 
 
 @registry.misc("spacy-entangle.windows.v2")
@@ -105,20 +111,11 @@ def configure_windows_v2(
     the windows are v1's). What new configs name: a saved pipeline keeps the version it
     was made with, so a change of the windows is a new version, never a new default.
     Returns the WindowSettings an EntangleModel's ``window_getter`` takes.
-
-    max_pieces (Optional[int]): the most subword pieces in a window, specials included; null
-        (default): the subword encoder's own limit (512 for RoBERTa). A positive integer; a
-        larger one than the encoder's limit is cut to that limit.
-    max_chars (Optional[int]): the most characters in a window, specials included; null
-        (default): the char encoder's own limit (2048 for CANINE). A positive integer; a
-        larger one than the encoder's limit is cut to that limit.
-    overlap (float): the fraction of each window's tokens that the next window reads
-        again, in [0, 1); 0.1 (a tenth) by default. Tokens near a cut then get context on both sides
-        (each token is read from the window in which it lies most centrally); more
-        overlap encodes more of a long doc twice (about 1 / (1 - overlap) times its
-        length in all).
     """
     return WindowSettings(max_pieces, max_chars, overlap)
+
+
+configure_windows_v2.__doc__ = f"{configure_windows_v2.__doc__}{_PARAMETERS.format(overlap=f'{V2_OVERLAP} (a tenth)')}"
 
 
 def greedy_windows(
