@@ -115,3 +115,15 @@ def test_budget_rows_are_the_seeds_best_points_and_the_selection_file(tmp_path):
         "| wnut17 | `baseline` | 1600 | 0, 1, 2 | 56.0 ± 2.0 | 34.0 ± 2.0 | 22.0 ± 2.0 | meta/budget/wnut17/ |" in table
     )
     assert "| wnut17 | `b` | 600 | 0, 1, 2 | 50.0 ± 1.0 | 40.0 ± 2.0 | 10.0 ± 0.0 | meta/selection.json |" in table
+
+
+def test_every_curve_is_a_variant_of_its_project_and_the_recipe_is_the_curve_default():
+    """A curve names a variant its project trains (variants.yml), and each project's `curve`
+    command trains the task's recipe (the first entangle curve of the task) unless told."""
+    import srsly
+
+    for curve in curves.CURVES:
+        project = ROOT / "project" / curve.folder
+        assert curve.variant in srsly.read_yaml(project / "variants.yml")["variants"], curve
+        recipe = next(c for c in curves.CURVES if c.task == curve.task and c.role == "entangle")
+        assert srsly.read_yaml(project / "project.yml")["vars"]["curve_variant"] == recipe.variant, curve.task

@@ -109,6 +109,14 @@ def test_project_yml_is_valid():
     # each model at its own budget, read off its learning curve: the baseline's is the longer
     assert cfg["vars"]["baseline_max_steps"] > cfg["vars"]["max_steps"]
     assert f"--max-steps {cfg['vars']['baseline_max_steps']} " in commands["train-baseline"]["script"][0]
+    ship = cfg["vars"]["ship_variant"]
+    # the learning curve: the shipped recipe by default, one run, dev at noise 0.5 beside dev,
+    # its file where `scripts/curves.py collect` looks for it
+    curve = commands["curve"]["script"][0]
+    assert f"train-one {cfg['vars']['curve_variant']} --seed 0 " in curve and cfg["vars"]["curve_variant"] == ship
+    assert "--curve metrics/curves/${vars.curve_variant}_seed0.jsonl" not in curve  # resolved by weasel
+    assert f"--curve metrics/curves/{ship}_seed0.jsonl" in curve
+    assert "--extra-dev dev_noise0.5=noisy/dev_noise0.5.spacy" in curve
     for name, steps in cfg["workflows"].items():
         assert set(steps) <= set(commands), name
     for name, cmd in commands.items():
