@@ -22,8 +22,9 @@
   the co-attention (a grown encoder's word segmentation and front end stay in PyTorch, the
   front end's Linear layers in torch's dynamic int8): the fastest mode, at a cost in F1.
   Unlike ``int8`` it quantizes the subword encoder and the copied layers (but those under
-  ONNX_INT8_FLOAT_PREFIXES, and the graph nodes ONNX_INT8_FLOAT_NODES matches), the subword
-  encoder's activations smoothed first (ONNX_INT8_SMOOTHING, modeling/smoothing.py).
+  ONNX_INT8_FLOAT_PREFIXES, and the graph nodes ONNX_INT8_FLOAT_NODES matches), with the subword
+  encoder's activations smoothed first when ONNX_INT8_SMOOTHING is an alpha (off by default;
+  modeling/smoothing.py).
 - ``fp32``: the exact model (default), also when the model trains in mixed precision.
 - ``auto``: the default of a shipped pipeline: on a CPU the fastest mode that keeps fp32's
   accuracy (``AUTO_CPU_MODE``; were it an engine mode, fp32 with one warning where onnxruntime
@@ -65,9 +66,12 @@ ONNX_INT8_FLOAT_PREFIXES: Tuple[str, ...] = ()  # modules onnx-int8 leaves in fl
 # output products of the subword encoder's first three layers, the default until smoothing
 # replaced them at more speed: docs/results/speed.md, "Smoothing instead of float products")
 ONNX_INT8_FLOAT_NODES: Tuple[str, ...] = ()
-# onnx-int8 smooths the subword encoder's activations before quantizing (modeling/smoothing.py)
-# with this alpha, calibrated on the fixed sample text; None: not smoothed (a what-if)
-ONNX_INT8_SMOOTHING: Optional[float] = 0.5
+# an alpha: onnx-int8 smooths the subword encoder's activations before quantizing
+# (modeling/smoothing.py), calibrated on the fixed sample text; None: not smoothed. Off by
+# default: on the real MiniLM the unsmoothed int8 states were closer to fp32 on every corpus
+# tried, and over 3 trained seeds smoothing gained no F1 (docs/results/speed.md); an alpha stays
+# a what-if of research/benchmarks/int8_accuracy.py and speed_compare.py
+ONNX_INT8_SMOOTHING: Optional[float] = None
 
 
 def check_inference_mode(mode: str) -> str:

@@ -8,9 +8,10 @@ column j by it, ``s_j = max|x_j|^alpha / max|W_j|^(1 - alpha)``: the same produc
 with the range moved from the activations into the per-channel-quantized weights. The
 activation ranges come from a calibration batch run through the float model.
 
-``onnx-int8`` exports its subword encoder smoothed (engines/onnx.py), calibrated on the fixed
-sample text (backbone_dirs/sample_text.py), so the graph does not depend on the first batch
-predicted.
+``onnx-int8`` exports its subword encoder smoothed when ``inference.ONNX_INT8_SMOOTHING`` is an
+alpha (engines/onnx.py; off by default: on MiniLM it moved the int8 states further from fp32),
+calibrated on the fixed sample text (backbone_dirs/sample_text.py), so the graph does not
+depend on the first batch predicted.
 """
 
 import copy

@@ -360,7 +360,7 @@ def test_compare_times_onnx_int8_with_named_graph_nodes_in_float(tmp_path, capsy
     """--float-nodes LABEL=REGEX: NAME@onnx-int8+LABEL predicts in onnx-int8 with the nodes
     REGEX matches in float (the what-if int8_accuracy.py --keep-float-nodes scores), timed in
     the same rounds, with --what-if-smoothing's smoothing; the plain onnx-int8 copy keeps none
-    and is smoothed; a bad regex or alpha is a clear error."""
+    and has the default's smoothing (off); a bad regex or alpha is a clear error."""
     pytest.importorskip("onnxruntime")
     from spacy_entangle.modeling import inference
     from spacy_entangle.modeling.engines.onnx import kept_float_nodes
@@ -370,7 +370,7 @@ def test_compare_times_onnx_int8_with_named_graph_nodes_in_float(tmp_path, capsy
     DocBin(docs=[nlp.make_doc(f"tweet {i} about Paris and @NASA") for i in range(8)]).to_disk(tmp_path / "dev.spacy")
     ffn = r"subword_encoder/.*layer\.\d+/output/dense"
     default = inference.ONNX_INT8_FLOAT_NODES, inference.ONNX_INT8_SMOOTHING
-    loaded = speed_compare.load_modes("ent", saved, ["fp32", "onnx-int8"], [("ffn", ffn), ("all-int8", "")], None)
+    loaded = speed_compare.load_modes("ent", saved, ["fp32", "onnx-int8"], [("ffn", ffn), ("all-int8", "")], 0.5)
     assert list(loaded) == ["ent", "ent@onnx-int8", "ent@onnx-int8+ffn", "ent@onnx-int8+all-int8"]
     assert (inference.ONNX_INT8_FLOAT_NODES, inference.ONNX_INT8_SMOOTHING) == default
     for pipe in loaded.values():
@@ -378,10 +378,11 @@ def test_compare_times_onnx_int8_with_named_graph_nodes_in_float(tmp_path, capsy
     copies = {name: entangle_shim(p.get_pipe("entangle").model)._fast_model for name, p in loaded.items()}
     kept = kept_float_nodes(copies["ent@onnx-int8+ffn"])
     assert kept and all(node.startswith("subword_encoder/") and "/output/dense/" in node for node in kept)
-    # the default: every node in int8, the subword encoder smoothed; the what-ifs here unsmoothed
-    assert kept_float_nodes(copies["ent@onnx-int8"]) == [] and copies["ent@onnx-int8"].subword_encoder.smoothed
+    # the default: every node in int8, not smoothed; the what-ifs here smoothed (alpha 0.5)
+    default_copy = copies["ent@onnx-int8"]
+    assert kept_float_nodes(default_copy) == [] and not default_copy.subword_encoder.smoothed
     assert kept_float_nodes(copies["ent@onnx-int8+all-int8"]) == []
-    assert not copies["ent@onnx-int8+ffn"].subword_encoder.smoothed
+    assert copies["ent@onnx-int8+ffn"].subword_encoder.smoothed
     args = ["--data", str(tmp_path / "dev.spacy"), "--repeats", "1", "--modes", "fp32", "onnx-int8"]
     results = speed_compare.main([*args, "--float-nodes", f"ffn={ffn}", "--pipelines", f"ent={saved}"])
     assert list(results["pipelines"]["models"]) == ["ent", "ent@onnx-int8", "ent@onnx-int8+ffn"]
