@@ -117,6 +117,11 @@ def test_project_yml_is_valid():
     assert "--curve metrics/curves/${vars.curve_variant}_seed0.jsonl" not in curve  # resolved by weasel
     assert f"--curve metrics/curves/{ship}_seed0.jsonl" in curve
     assert "--extra-dev dev_noise0.5=noisy/dev_noise0.5.spacy" in curve
+    # each model's seeds at its own budget: by default the shipped recipe at the shipped budget
+    budget = commands["budget"]["script"][0]
+    assert cfg["vars"]["budget_variant"] == ship and cfg["vars"]["budget_steps"] == cfg["vars"]["max_steps"]
+    assert f"train-one {ship} --seed {{seed}} " in budget and "--patience 600 " in budget
+    assert f"--curve metrics/budget/{ship}_600_seed{{seed}}.jsonl" in budget
     for name, steps in cfg["workflows"].items():
         assert set(steps) <= set(commands), name
     for name, cmd in commands.items():

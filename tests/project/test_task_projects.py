@@ -240,6 +240,7 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
     assert set(tb) == {"train", "train-char", "train-baseline", "train-paper", "baseline-paper"} | PARITY | {
         "seeds-shipped-noaug",
         "curve",
+        "budget",
     }
     for part in [
         "train ../../configs/tagger_cpu.cfg --output training/entangle",
@@ -271,6 +272,16 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
         assert "--training.logger.@loggers spacy-entangle.CurveLogger.v1" in curve
         assert "noisy/dev_noise0.5.spacy" in curve and "char_noise_augmenter" in curve
     assert "--training.max_steps 2400 --training.optimizer.learn_rate.total_steps 2400" in tb["curve"]
+    # each model's seeds at its own budget: the schedule ends at the budget, the patience never
+    # stops a run early, dev at noise 0.5 scored beside dev, one file per seed where
+    # curves.py collect-budget looks
+    for lines, project in [(tb, "tweebank"), (te, "tweeteval")]:
+        vars_ = _config(root / project)["vars"]
+        steps, variant = vars_["budget_steps"], vars_["budget_variant"]
+        budget = lines["budget"]
+        assert f"--training.max_steps {steps} --training.optimizer.learn_rate.total_steps {steps}" in budget
+        assert f"--training.patience {steps}" in budget and "noisy/dev_noise0.5.spacy" in budget
+        assert f"--training.logger.path metrics/budget/{variant}_{steps}_seed1.jsonl" in budget
     mk = _train_lines(root / "masakhaner", {"vars.paper_subword_backbone": "xlm-roberta-large"})
     for part in ["ner_cpu.cfg --output training/entangle/swa", "--paths.train corpus/swa/train.spacy", "--nlp.lang xx"]:
         assert part in mk["train"], part
@@ -280,7 +291,7 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
     assert "ner_cpu.cfg --output training/curves/swa/both-mild/seed0" in mk["curve"]
     assert "--training.logger.@loggers spacy-entangle.CurveLogger.v1" in mk["curve"]
     assert "noisy/swa/dev_noise0.5.spacy" in mk["curve"] and "char_noise_augmenter" in mk["curve"]
-    assert "--training.max_steps 4000 --training.optimizer.learn_rate.total_steps 4000" in mk["curve"]
+    assert "--training.max_steps 2000 --training.optimizer.learn_rate.total_steps 2000" in mk["curve"]
     cs = _train_lines(root / "codeswitch")
     assert "char_tagger_cpu.cfg" in cs["train"] and "--components.char_tagger.model.side char" in cs["train"]
     assert "char_tagger_charonly_cpu.cfg" in cs["train-charonly"]
