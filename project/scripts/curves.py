@@ -4,7 +4,7 @@ budget (`variants.py train-one ... --curve`), dev clean and at noise 0.5 at ever
     python scripts/curves.py collect [--root .] [--meta meta/curves]
     python scripts/curves.py render  [--meta meta/curves] [--page ../docs/results/curves.md] [--check]
     python scripts/curves.py plot    [--meta meta/curves] [--output ../docs/results/curves.png]
-    python scripts/curves.py collect-budget VARIANT STEPS [--task wnut17] [--root .]
+    python scripts/curves.py collect-budget VARIANT STEPS [--task wnut17] [--root .] [--folder metrics/budget]
 
 `collect` copies each curve file that the projects wrote (ROOT/FOLDER/metrics/curves/...) into
 the committed meta/curves/TASK/VARIANT_seedN.jsonl; `render` writes the summary table (per curve:
@@ -277,14 +277,17 @@ def collect_budget(
     variant: str = typer.Argument(...),
     steps: int = typer.Argument(...),
     task: str = typer.Option("wnut17", "--task"),
-    root: Path = typer.Option(HERE, "--root", help="the project that ran them (its metrics/budget/)"),
+    root: Path = typer.Option(HERE, "--root", help="the project that ran them"),
+    folder: str = typer.Option("metrics/budget", "--folder", help="where in ROOT (MasakhaNER: metrics/budget/LANG)"),
     budget: Path = typer.Option(BUDGET, "--budget"),
 ) -> None:
-    """Copy the seed runs of VARIANT at STEPS (metrics/budget/VARIANT_STEPS_seedN.jsonl) into
+    """Copy the seed runs of VARIANT at STEPS (ROOT/FOLDER/VARIANT_STEPS_seedN.jsonl) into
     the committed meta/budget/TASK/."""
-    found = sorted((root / "metrics" / "budget").glob(f"{variant}_{steps}_seed*.jsonl"))
+    if task not in {c.task for c in CURVES}:
+        raise typer.BadParameter(f"unknown task {task!r} (one of {', '.join(dict.fromkeys(c.task for c in CURVES))})")
+    found = sorted((root / folder).glob(f"{variant}_{steps}_seed*.jsonl"))
     if not found:
-        raise typer.BadParameter(f"no runs of {variant} at {steps} steps in {root / 'metrics' / 'budget'}")
+        raise typer.BadParameter(f"no runs of {variant} at {steps} steps in {root / folder}")
     for source in found:
         _copy(source, budget / task / source.name)
 

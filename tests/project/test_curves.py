@@ -127,3 +127,26 @@ def test_every_curve_is_a_variant_of_its_project_and_the_recipe_is_the_curve_def
         assert curve.variant in srsly.read_yaml(project / "variants.yml")["variants"], curve
         recipe = next(c for c in curves.CURVES if c.task == curve.task and c.role == "entangle")
         assert srsly.read_yaml(project / "project.yml")["vars"]["curve_variant"] == recipe.variant, curve.task
+
+
+def test_collect_budget_copies_a_task_projects_seeds_and_refuses_an_unknown_task(tmp_path):
+    """`collect-budget VARIANT STEPS --task T --root P [--folder F]` copies P/F's seed files of
+    that variant and budget (only those) into meta/budget/T/; an unknown task or no such run
+    is a clear error, nothing copied."""
+    runs = tmp_path / "masakhaner" / "metrics" / "budget" / "swa"
+    for seed in (0, 1):
+        _write(runs / f"baseline_300_seed{seed}.jsonl", [_point(100, 0.5, 0.3, 4)])
+    _write(runs / "baseline_600_seed0.jsonl", [_point(100, 0.5, 0.3, 4)])  # another budget
+    budget = tmp_path / "meta-budget"
+    args = ["collect-budget", "baseline", "300", "--root", tmp_path / "masakhaner", "--budget", budget]
+    r = _run(*args, "--task", "masakhaner-swa", "--folder", "metrics/budget/swa")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (budget / "masakhaner-swa").iterdir()) == [
+        "baseline_300_seed0.jsonl",
+        "baseline_300_seed1.jsonl",
+    ]
+    r = _run(*args, "--task", "masakhaner", "--folder", "metrics/budget/swa")
+    assert r.returncode != 0 and "unknown task 'masakhaner'" in r.stdout + r.stderr
+    r = _run(*args, "--task", "masakhaner-swa")  # the default folder holds none
+    assert r.returncode != 0 and "no runs of baseline at 300 steps" in r.stdout + r.stderr
+    assert not (budget / "masakhaner").exists()
