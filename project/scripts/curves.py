@@ -20,7 +20,9 @@ learning-rate schedule ending at B) are kept as meta/budget/TASK/VARIANT_B_seedN
 model and budget, the mean and sample standard deviation over seeds of the best clean dev score
 of each run (the checkpoint spaCy keeps as model-best) and of the score at noise 0.5 there.
 The shipped recipe's and the baseline's seeds at the old 600-step budget come from
-meta/selection.json (the same measurement, made by `variants.py`).
+meta/selection.json (the same measurement, made by `variants.py`). Between the page's `verdict`
+markers `render` writes, per task whose curves both ran, the task's recipe against the baseline,
+each from its seeds at the budget read off its own curve, against the task's bar (BARS).
 """
 
 from __future__ import annotations
@@ -242,6 +244,62 @@ def render_budget(rows: List[BudgetRow]) -> str:
     return head + "\n".join(lines) + "\n" if lines else "No seeds at a chosen budget have been collected yet.\n"
 
 
+# the bar each task's recipe must clear against its baseline, each at its own budget over 3
+# seeds: (clean margin in points, largest ratio of its drop at noise 0.5 to the baseline's);
+# WNUT-17's is the paper's own gain over its backbone (+1.6) rounded up
+BARS = {"wnut17": (2.0, 0.5)}
+BAR = (0.0, 0.6)
+
+
+def pick_row(rows: List[BudgetRow], task: str, variant: str, steps: int) -> Optional[BudgetRow]:
+    """The seeds of ``variant`` at ``steps`` (the most seeds where two sources hold them)."""
+    found = [r for r in rows if r.task == task and r.variant == variant and r.steps == steps]
+    return max(found, key=lambda r: len(r.seeds)) if found else None
+
+
+def verdict_lines(curves: List[Summary], rows: List[BudgetRow]) -> List[str]:
+    """Per task: its recipe against the baseline, each at the budget read off its own curve (the
+    step of its best clean dev score), from their seeds there, against the task's bar."""
+    head = [
+        "| task | recipe: budget, seeds | baseline: budget, seeds | clean: recipe - baseline | "
+        "noise 0.5: recipe - baseline | drop: recipe / baseline | bar (clean, drop) | met |",
+        "|---|---|---|---:|---:|---:|---|---|",
+    ]
+    lines = []
+    for task in dict.fromkeys(c.task for c in CURVES):
+        recipe = next(c for c in CURVES if c.task == task and c.role == "entangle")
+        held = {s.curve.variant: s for s in curves if s.curve.task == task}
+        if recipe.variant not in held or "baseline" not in held:
+            continue
+        title = held["baseline"].curve.title
+        picked = {v: pick_row(rows, task, v, held[v].best_step) for v in (recipe.variant, "baseline")}
+        cells = [
+            f"`{v}` {held[v].best_step}"
+            + ("" if held[v].levelled else " (its curve has not levelled off)")
+            + ", "
+            + (", ".join(map(str, r.seeds)) if r else "not run")
+            for v, r in picked.items()
+        ]
+        margin, ratio = BARS.get(task, BAR)
+        bar = f"{margin:+.1f}, <= {ratio}x"
+        ent, base = picked[recipe.variant], picked["baseline"]
+        if ent is None or base is None:
+            lines.append(f"| {title} | {cells[0]} | {cells[1]} | | | | {bar} | not yet |")
+            continue
+        clean = 100 * (ent.clean[0] - base.clean[0])
+        noisy = 100 * (ent.noisy[0] - base.noisy[0])
+        drop = ent.drop[0] / base.drop[0] if base.drop[0] > 0 else float("inf")
+        # judged on the figures as printed, so the row never contradicts itself
+        clean, noisy, drop = round(clean, 1), round(noisy, 1), round(drop, 2)
+        missed = [name for name, ok in (("clean", clean >= margin), ("drop", drop <= ratio)) if not ok]
+        few = " (fewer than 3 seeds)" if min(len(ent.seeds), len(base.seeds)) < 3 else ""
+        met = ("yes" if not missed else "no: " + ", ".join(missed)) + few
+        lines.append(
+            f"| {title} | {cells[0]} | {cells[1]} | {clean:+.1f} | {noisy:+.1f} | {drop:.2f}x | {bar} | {met} |"
+        )
+    return head + lines if lines else ["No task has both curves yet."]
+
+
 @app.command()
 def collect(
     root: Path = typer.Option(HERE, "--root", help="the WNUT-17 project; the task projects are its sub-folders"),
@@ -268,8 +326,11 @@ def render(
     the chosen budgets between its `budget` markers."""
     lines = render_table(summaries(meta)).rstrip("\n").split("\n")
     write_marked_block(page, "curves", lines, meta, "python scripts/curves.py render (in project/)", check)
-    rows = render_budget(budget_rows(budget, selection)).rstrip("\n").split("\n")
+    seeds = budget_rows(budget, selection)
+    rows = render_budget(seeds).rstrip("\n").split("\n")
     write_marked_block(page, "budget", rows, budget, "python scripts/curves.py render (in project/)", check)
+    verdict = verdict_lines(summaries(meta), seeds)
+    write_marked_block(page, "verdict", verdict, budget, "python scripts/curves.py render (in project/)", check)
 
 
 @app.command("collect-budget")

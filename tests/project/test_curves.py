@@ -73,7 +73,9 @@ def test_collect_copies_each_projects_curve_and_render_writes_the_table(tmp_path
     ]
     page = tmp_path / "curves.md"
     page.write_text(
-        "<!-- curves:start -->\n<!-- curves:end -->\n<!-- budget:start -->\n<!-- budget:end -->\n", encoding="utf8"
+        "<!-- curves:start -->\n<!-- curves:end -->\n<!-- budget:start -->\n<!-- budget:end -->\n"
+        "<!-- verdict:start -->\n<!-- verdict:end -->\n",
+        encoding="utf8",
     )
     alone = ("--budget", tmp_path / "no-budget", "--selection", tmp_path / "no-selection.json")
     assert _run("render", "--meta", meta, "--page", page, *alone).returncode == 0
@@ -150,3 +152,42 @@ def test_collect_budget_copies_a_task_projects_seeds_and_refuses_an_unknown_task
     r = _run(*args, "--task", "masakhaner-swa")  # the default folder holds none
     assert r.returncode != 0 and "no runs of baseline at 300 steps" in r.stdout + r.stderr
     assert not (budget / "masakhaner").exists()
+
+
+def test_the_verdict_compares_each_model_at_its_own_budget_against_the_tasks_bar():
+    """The recipe's and the baseline's seeds at the step of each one's best curve point; the
+    bar is WNUT-17's (+2.0 clean, <= 0.5x the drop) or the other tasks' (>= 0, <= 0.6x);
+    a model whose seeds at its budget are missing is "not yet", and fewer than 3 seeds is said."""
+    wnut = {c.role: c for c in curves.CURVES if c.task == "wnut17" and c.variant in ("entangle-aug", "baseline")}
+    tweets = {c.role: c for c in curves.CURVES if c.task == "tweeteval"}
+    summaries = [
+        curves.summarise(
+            wnut["entangle"], [_point(200, 0.4, 0.3, 9), _point(600, 0.52, 0.45, 30), _point(1200, 0.5, 0.4, 60)]
+        ),
+        curves.summarise(
+            wnut["baseline"], [_point(800, 0.5, 0.3, 9), _point(1600, 0.55, 0.3, 30), _point(2400, 0.5, 0.3, 60)]
+        ),
+        curves.summarise(tweets["entangle"], [_point(600, 0.7, 0.6, 9)]),  # still rising: said so
+        curves.summarise(tweets["baseline"], [_point(400, 0.7, 0.6, 9)]),
+    ]
+
+    def row(task, variant, steps, clean, noisy, seeds=(0, 1, 2)):
+        return curves.BudgetRow(task, variant, steps, seeds, (clean, 0.0), (noisy, 0.0), (clean - noisy, 0.0), "x")
+
+    rows = [
+        row("wnut17", "entangle-aug", 600, 0.56, 0.46),  # drop 10
+        row("wnut17", "entangle-aug", 600, 0.10, 0.00, seeds=(1,)),  # fewer seeds: not picked
+        row("wnut17", "baseline", 600, 0.60, 0.40),  # not its budget: not picked
+        row("wnut17", "baseline", 1600, 0.53, 0.33),  # drop 20
+        row("tweeteval", "baseline", 400, 0.70, 0.60),
+    ]
+    lines = curves.verdict_lines(summaries, rows)
+    (wnut_line,) = [line for line in lines if line.startswith("| WNUT-17")]
+    assert "| `entangle-aug` 600, 0, 1, 2 | `baseline` 1600, 0, 1, 2 | +3.0 | +13.0 | 0.50x |" in wnut_line
+    assert wnut_line.endswith("| +2.0, <= 0.5x | yes |")
+    (tweet_line,) = [line for line in lines if line.startswith("| TweetEval")]
+    assert "`mean-both-mild` 600 (its curve has not levelled off), not run" in tweet_line
+    assert tweet_line.endswith("| not yet |")
+    rows[0] = row("wnut17", "entangle-aug", 600, 0.54, 0.40, seeds=(0, 1))  # +1.0 clean, drop 14
+    (wnut_line,) = [line for line in curves.verdict_lines(summaries, rows) if line.startswith("| WNUT-17")]
+    assert wnut_line.endswith("| no: clean, drop (fewer than 3 seeds) |")
