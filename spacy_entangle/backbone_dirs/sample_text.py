@@ -1,6 +1,6 @@
 """A small, deterministic English + tweet-like corpus: the tiny byte-level BPE of
 ``make_random_subword(kind="roberta")`` is trained on it, tests read it as text, and the
-``onnx-int8`` engine calibrates its activation smoothing on it (the same text for every
+``onnx-int8`` engine calibrates its activation smoothing on it, where smoothing is on (the same text for every
 pipeline and every first batch).
 
 It holds emoji (incl. ZWJ sequences and flags), @mentions, #hashtags, URLs, accents and

@@ -35,6 +35,7 @@ from ..modeling.inference import (
     ENGINE_MODES,
     autocast,
     autocast_dtype,
+    calibrates,
     check_inference_mode,
     engine_settings,
     inference_on_device,
@@ -261,7 +262,7 @@ class EntangleShim(PyTorchShim):
             with _COPY_LOCK:
                 fast = self._fast_model
                 if fast is None:
-                    calibration = self._calibration() if mode == "onnx-int8" else None
+                    calibration = self._calibration() if calibrates(mode) else None
                     graphs = self._graphs.for_mode(mode, engine_settings(mode)) if mode in ENGINE_MODES else None
                     fast = self._fast_model = prediction_copy(self._model, mode, calibration, graphs)
         return fast
@@ -280,8 +281,8 @@ class EntangleShim(PyTorchShim):
 
     def _calibration(self) -> Tuple[torch.Tensor, torch.Tensor]:
         """Subword ids and mask of the fixed sample text (English, tweets, other scripts),
-        on the model's device: what onnx-int8 smooths its activations on, so its copy does
-        not depend on the first batch it predicts."""
+        on the model's device: what onnx-int8 smooths its activations on when it smooths, so its
+        copy does not depend on the first batch it predicts."""
         ids, mask = self.built_specs()[0].padded(sample_lines())
         device = next(self._model.parameters()).device
         return torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device)

@@ -207,6 +207,12 @@ def quantize_int8(model: nn.Module) -> nn.Module:
     return quantize_linears(copied, float_prefixes(copied))
 
 
+def calibrates(mode: str) -> bool:
+    """Whether the copy of ``mode`` needs the calibration text: onnx-int8 while it smooths
+    (read at call time: the what-ifs set ONNX_INT8_SMOOTHING)."""
+    return mode == "onnx-int8" and ONNX_INT8_SMOOTHING is not None
+
+
 def prediction_copy(
     model: nn.Module,
     mode: str,

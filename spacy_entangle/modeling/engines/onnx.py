@@ -21,7 +21,7 @@ torch's thread count at prediction time and are rebuilt in a forked child and on
 
 ``onnx-int8``: ONNX Runtime's dynamic int8 quantization (per-channel int8 weights,
 activations quantized on the fly) of every graph but those under ``keep_float``, the
-subword encoder's exported smoothed when a calibration text is given (modeling/smoothing.py:
+subword encoder's exported smoothed when a calibration text is given (off by default) (modeling/smoothing.py:
 its feed-forward outputs' few wide channels no longer set every channel's int8 step); the
 PyTorch parts left run their Linear layers in torch's dynamic int8 (those not under
 ``keep_float``). A prediction that keeps only the listeners' rows passes them to the last
