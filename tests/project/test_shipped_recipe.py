@@ -120,8 +120,17 @@ def test_variants_train_with_or_without_the_presets_augmenter():
         config = load_config(config_path(variant.config), interpolate=False)
         own = config["corpora"]["train"].get("augmenter")
         pair = _train_command(variant, variant.config)
-        if variant.augment:  # the augmenter the variant asks for is the preset's own, when it has one
-            assert pair and (own is None or json.loads(pair[1]) == own), variant.name
+        if variant.augment:
+            # the augmenter the variant asks for: its own level and rate where it names them
+            # (both-mild), else the preset's own, when it has one
+            asked = json.loads(pair[1]) if pair else None
+            assert asked is not None, variant.name
+            if variant.aug_level is not None or variant.aug_rate is not None:
+                named = {"level": variant.aug_level, "rate": variant.aug_rate}
+                for key, value in named.items():
+                    assert value is None or asked[key] == value, (variant.name, key)
+            else:
+                assert own is None or asked == own, variant.name
         elif own is not None:
             assert pair == ["--corpora.train.augmenter", "null"], variant.name
         else:
