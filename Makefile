@@ -63,15 +63,19 @@ test: lint test-full test-core test-cross
 # two pytest-xdist workers of one torch thread each fill the 2 cores (each test file whole in one
 # worker: tests/conftest.py's xdist groups)
 PYTEST_PARALLEL ?= -n 2 --dist loadgroup
+# the slowest tests at the end of each suite's output: where CI's time goes
+PYTEST_DURATIONS ?= --durations=20
 
 test-full: venv
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_PARALLEL)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_PARALLEL) $(PYTEST_DURATIONS)
 
-# the tests that need neither spacy-transformers nor the weasel projects (tests/conftest.py),
-# on the newest transformers; -rs lists what an absent extra skipped
+# the library's tests that need neither spacy-transformers nor the weasel projects
+# (tests/conftest.py), on the newest transformers; the research tooling's tests (research/tests)
+# run in the full suite only, beside the extras they compare against; -rs lists what an absent
+# extra skipped
 test-core: venv-core
 	$(CORE_BIN)/python -c "from importlib.metadata import version as v; print('core suite: transformers', v('transformers'))"
-	OMP_NUM_THREADS=1 $(CORE_BIN)/python -m pytest -q -p no:cacheprovider -rs $(PYTEST_PARALLEL)
+	OMP_NUM_THREADS=1 $(CORE_BIN)/python -m pytest -q -p no:cacheprovider -rs $(PYTEST_PARALLEL) $(PYTEST_DURATIONS) tests
 
 # a pipeline saved under each venv's transformers (4.x, 5.x) loads under the other's and
 # predicts the same (tests/test_cross_version.py, ~30 s; the two suites above skip it)

@@ -3,8 +3,9 @@
 The engine is a copy of the trained ``EntangleEncoder`` (sharing its tensors) in which
 whole submodules are replaced by ONNX Runtime sessions: the subword encoder, the char
 encoder's Hugging Face parts (a grown encoder's copied layers; the whole encoder when it
-has none, e.g. CANINE) and, in int8, each co-attention module (in fp32 torch's fused
-attention fast path runs those faster). What stays outside the graphs (a grown encoder's
+has none, unless no exporter keeps its length dynamic, as with CANINE: ``LENGTH_SPECIALISED``)
+and, in int8, each co-attention module (in fp32 torch's fused attention fast path runs
+those faster). What stays outside the graphs (a grown encoder's
 word segmentation, a rule over codepoints, and its small character front end) runs in
 PyTorch, so the engine does not depend on how those are written. A part that does not
 export runs in PyTorch too, with a warning naming it.
@@ -64,6 +65,13 @@ Dims = Tuple[Optional[str], ...]  # per axis of an input: its dynamic name, or N
 # input ids (B, L) and attention mask (B, L) of a fixed calibration text, and the smoothing alpha
 Calibration = Tuple[torch.Tensor, torch.Tensor, float]
 EXPORTERS = ("torchscript", "dynamo")  # tried in this order (_write_graph)
+# encoders whose graph every exporter fixes to the example's length, and why: the engine
+# leaves them in PyTorch (torch's dynamic int8 of their Linear layers in onnx-int8) rather
+# than export, fail the check and warn on every load
+LENGTH_SPECIALISED = {
+    "canine": "its local attention loops over the characters in Python, so every exporter "
+    "fixes the graph to one length",
+}
 # torch's exporters share module-level state (torch.export's tracing, the ONNX registries):
 # one export at a time in the process, whichever pipeline or thread asks
 _EXPORT_LOCK = threading.RLock()
@@ -135,7 +143,15 @@ def onnx_model(
     for name, child in parts:  # a grown encoder's copied layers: called with inputs_embeds
         full = f"char_encoder.{name}"
         setattr(char, name, part(OnnxEncoder, child, full))
-    if not parts:  # CANINE: the whole encoder, called with codepoint ids
+    if not parts and _model_type(char) in LENGTH_SPECIALISED:
+        # no exporter keeps its length dynamic: the export would fail on every load
+        warnings.warn(
+            f"the char encoder ({_model_type(char)}) runs in PyTorch under inference = "
+            f"{'onnx-int8' if int8 else 'onnx'!r}: {LENGTH_SPECIALISED[_model_type(char)]}",
+            UserWarning,
+            stacklevel=2,
+        )
+    elif not parts:  # any other encoder without Hugging Face parts: the whole encoder, called with ids
         engine.char_encoder = part(OnnxEncoder, char, "char_encoder")
     if not int8:  # in fp32, torch's fused attention fast path runs them faster than ONNX Runtime
         return engine
@@ -154,6 +170,11 @@ def onnx_model(
     # the PyTorch parts left (a grown encoder's front end): torch's dynamic int8 of their Linear
     # layers (en_entangle_wnut: 1.06x the words/s with them in float, on an AMX Xeon)
     return quantize_linears(engine, keep)
+
+
+def _model_type(module: nn.Module) -> Optional[str]:
+    """The Hugging Face ``model_type`` of ``module`` (None: not a Hugging Face model)."""
+    return getattr(getattr(module, "config", None), "model_type", None)
 
 
 class _Graph:
