@@ -3,11 +3,11 @@ committed meta/curves/ files give; `collect` finds each project's curve file; `s
 reads the best point as spaCy's patience does (the earliest of equal scores)."""
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _cli import script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "project" / "scripts" / "curves.py"
@@ -17,7 +17,7 @@ import curves  # noqa: E402
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+    return script(SCRIPT, *args)
 
 
 def _point(step, clean, noisy, cpu):

@@ -3,18 +3,17 @@ meta/paper_parity.json gives, and `collect` reads every seed of every row from t
 layout that the projects' `seeds-*` commands write (real files in a temporary tree)."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import srsly
+from _cli import script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "project" / "scripts" / "paper_parity.py"
 
 
 def _run(*args, cwd=None):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, cwd=cwd)
+    return script(SCRIPT, *args, cwd=cwd)
 
 
 def _write(path: Path, scores: dict) -> None:

@@ -5,18 +5,17 @@ as en_entangle_wnut, every reference's drop ratio, the earlier round's rows mark
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import srsly
+from _cli import script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "project" / "scripts" / "variants.py"
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+    return script(SCRIPT, *args)
 
 
 def _seeds(metrics: Path, name: str, pairs) -> None:

@@ -19,6 +19,7 @@ configs/ to a temporary folder: the checkout is never written.
 """
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -28,6 +29,7 @@ from pathlib import Path
 import pytest
 import spacy
 import srsly
+from _cli import script
 from _weasel import offline_env, weasel
 from spacy.tokens import DocBin
 
@@ -72,6 +74,10 @@ def _config(project: Path, overrides=None):
 
 
 def _script(name, *args, cwd=None):
+    """A project script's exit code and output: in this process, but foreach.py, whose
+    commands' output goes to the process's own stdout (a subprocess' pipe captures it)."""
+    if name != "foreach.py":
+        return script(SCRIPTS / name, *args, cwd=cwd)
     return subprocess.run(
         [sys.executable, str(SCRIPTS / name), *map(str, args)],
         capture_output=True,
@@ -111,8 +117,8 @@ def test_project_yml(tmp_path, name):
                     f"{cname}: {dep} is made by no command"
                 )
         for line in cmd["script"]:
-            for script in re.findall(r"\.\./scripts/(\w+\.py)", line):
-                assert (PROJECT / "scripts" / script).is_file(), script
+            for used in re.findall(r"\.\./scripts/(\w+\.py)", line):
+                assert (PROJECT / "scripts" / used).is_file(), used
     assert (PROJECT / name / "README.md").is_file() and (PROJECT / name / ".gitignore").is_file()
     readme = (PROJECT / name / "README.md").read_text(encoding="utf8")
     assert "## Data and licence" in readme and "## Results" in readme
@@ -207,7 +213,12 @@ def test_dry_runs(tmp_path):
 
 def _train_lines(project: Path, overrides=None) -> dict:
     """{command: the `spacy train` line(s) that variants.py writes for its `train-one` lines}
-    (their dry runs; a per-language line for the language swa)."""
+    (their dry runs, in this process from the project folder: one import of spaCy for all of
+    them; a per-language line for the language swa)."""
+    import contextlib
+    import io
+
+    import variants
     from weasel.util import split_command
 
     lines = {}
@@ -218,16 +229,18 @@ def _train_lines(project: Path, overrides=None) -> dict:
             while line.startswith("python ../scripts/foreach.py"):  # per language, per seed
                 line = line.split(" -- ", 1)[1]
             args = [a.replace("{lang}", "swa").replace("{seed}", "1") for a in split_command(line)]
+            assert args[:2] == ["python", "../scripts/variants.py"], args
             cut = args.index("--") if "--" in args else len(args)
-            r = subprocess.run(
-                [sys.executable, *args[1:cut], "--dry-run", *args[cut:]],
-                cwd=project,
-                capture_output=True,
-                text=True,
-                env=offline_env(),
-            )
-            assert r.returncode == 0, r.stderr
-            lines[command["name"]] = lines.get(command["name"], "") + r.stdout
+            out = io.StringIO()
+            here = os.getcwd()
+            os.chdir(project)
+            try:
+                with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exit:
+                    variants.main([*args[2:cut], "--dry-run", *args[cut:]])
+            finally:
+                os.chdir(here)
+            assert exit.value.code in (0, None), out.getvalue()
+            lines[command["name"]] = lines.get(command["name"], "") + out.getvalue()
     return lines
 
 

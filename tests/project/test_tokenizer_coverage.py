@@ -2,11 +2,10 @@
 on real .spacy files and MiniLM's real tokenizer (the bert_dir fixture's)."""
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import spacy
+from _cli import script
 from _weasel import weasel
 from spacy.tokens import DocBin
 
@@ -21,7 +20,7 @@ def _corpus(path: Path, texts) -> Path:
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+    return script(SCRIPT, *args)
 
 
 def test_unknown_and_normalized_words_per_language(tmp_path, bert_dir):
