@@ -143,11 +143,12 @@ def onnx_model(
     for name, child in parts:  # a grown encoder's copied layers: called with inputs_embeds
         full = f"char_encoder.{name}"
         setattr(char, name, part(OnnxEncoder, child, full))
-    if not parts and _model_type(char) in LENGTH_SPECIALISED:
+    why = LENGTH_SPECIALISED.get(_model_type(char) or "")
+    if not parts and why is not None:
         # no exporter keeps its length dynamic: the export would fail on every load
         warnings.warn(
             f"the char encoder ({_model_type(char)}) runs in PyTorch under inference = "
-            f"{'onnx-int8' if int8 else 'onnx'!r}: {LENGTH_SPECIALISED[_model_type(char)]}",
+            f"{'onnx-int8' if int8 else 'onnx'!r}: {why}",
             UserWarning,
             stacklevel=2,
         )
