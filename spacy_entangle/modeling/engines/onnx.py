@@ -5,9 +5,9 @@ whole submodules are replaced by ONNX Runtime sessions: the subword encoder, the
 encoder's Hugging Face parts (a grown encoder's copied layers; the whole encoder when it
 has none, unless no exporter keeps its length dynamic, as with CANINE: ``LENGTH_SPECIALISED``)
 and, in int8, each co-attention module (in fp32 torch's fused attention fast path runs
-those faster). What stays outside the graphs (a grown encoder's
-word segmentation, a rule over codepoints, and its small character front end) runs in
-PyTorch, so the engine does not depend on how those are written. A part that does not
+those faster). What stays outside the graphs (a grown encoder's word segmentation, a rule
+over codepoints, and its small character front end) runs in PyTorch, so the engine does
+not depend on how those are written. A part that does not
 export runs in PyTorch too, with a warning naming it.
 
 Graphs are exported from the loaded weights when a part is first called (batch and length
