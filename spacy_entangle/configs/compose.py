@@ -1,5 +1,6 @@
 """Training configs composed from parts: one base per preset (parts/bases/) plus one block per
-task component (parts/tasks/, with what a preset changes in it in parts/overlays/), as spaCy's
+task component (parts/tasks/, with what a preset changes in it in parts/overlays/, or the
+preset's own block in parts/replacements/ where its head differs), as spaCy's
 `init config` fills one template. The shipped
 configs (configs/*.cfg, which the projects read and users copy) are generated from these
 parts by `python -m spacy_entangle.configs --write`; a test checks that they are equal.
@@ -156,14 +157,18 @@ def _nlp_section(part: Part, base: str) -> Section:
 
 
 def compose(base: str, tasks: Sequence[str], extra: str = "") -> Tuple[Part, List[str]]:
-    """A base, the task blocks in order (each followed by the base's overlay for it,
+    """A base, the task blocks in order (parts/tasks/TASK.cfg, or the base's own block for
+    the task, parts/replacements/BASE.TASK.cfg; each followed by the base's overlay for it,
     parts/overlays/BASE.TASK.cfg, when there is one), then `extra` (a config text whose
     leading comment is the header of the result, and whose values win). [nlp] pipeline gains
     each task's component. Returns the merged part and the header lines."""
     merged = read_part("bases", base)
     pipeline = list(srsly.json_loads(_nlp_section(merged, base).entries["pipeline"].line.split("=", 1)[1]))
     for task in tasks:
-        block = read_part("tasks", task)
+        # a preset's own block for the task (parts/replacements/BASE.TASK.cfg: another head,
+        # not values to merge), else the task's block of every preset
+        own = PARTS_DIR / "replacements" / f"{base}.{task}.cfg"
+        block = parse(own.read_text(encoding="utf8"), str(own)) if own.is_file() else read_part("tasks", task)
         clash = [name for name in block.components() if name in pipeline]
         if clash:
             raise ValueError(f"the task blocks add the component {clash[0]!r} twice")

@@ -58,11 +58,23 @@ char_backbone = "backbones/canine-random"
         "entangle_cpu",
         ("textcat",),
         """\
-# TweetEval emotion (4 exclusive labels), CPU preset: pretrained MiniLM-L6 (subword side) + a small
-# random-initialised CANINE (char side, `backbones/canine-random`: what this task's project
-# trains on, made by its `backbones` command, python -m spacy_entangle init-backbone ...).
-# A char encoder pretrained by `pretrain-chars` (masked characters, or distilled from the
-# MiniLM; the WNUT project's backbones/canine-masked) goes in with --paths.char_backbone.
+# TweetEval emotion (4 exclusive labels), CPU preset: the recipe of project/tweeteval
+# (`mean-both-mild`), what `init-config --pipeline textcat` writes: pretrained MiniLM-L6
+# (subword side) + the char encoder grown from it (backbones/grown, from the WNUT-17 project's
+# `pretrain-grown`: no pretrained character encoder is reachable offline), spaCy's mean-pooling
+# classifier over both sides of the listener, trained with a mild char-noise augmenter (see
+# [corpora.train]). The paper's first-state head on the same preset: textcat_cls_cpu.cfg.
+""",
+    ),
+    "textcat_cls_cpu.cfg": Recipe(
+        "entangle_cpu",
+        ("tasks/textcat",),
+        """\
+# TweetEval emotion (4 exclusive labels), CPU preset with the PAPER'S HEAD (TextCatCls.v1: the
+# first subword state -> Linear -> tanh -> Linear; side = "char" for the first character
+# state), the TweetEval project's paper-parity rows: pretrained MiniLM-L6 (subword side) + a
+# small random-initialised CANINE (char side, `backbones/canine-random`: made by that project's
+# `backbones` command). The CPU preset's own textcat is textcat_cpu.cfg (mean pooling).
 
 [paths]
 # this task's project makes it (`backbones`); not the CPU base's backbones/grown
@@ -76,22 +88,6 @@ char_backbone = "backbones/canine-random"
 # TweetEval emotion. Paper preset (GPU + internet): roberta-base + google/canine-s, m = 2 co-attention
 # modules, Adam 2e-5 with a linear schedule, up to 50 epochs; spaCy keeps the best
 # dev checkpoint as model-best. Train with --gpu-id 0.
-""",
-    ),
-    "textcat_mean_cpu.cfg": Recipe(
-        "entangle_cpu",
-        ("variants/textcat_mean",),
-        """\
-# TweetEval emotion (4 exclusive labels), CPU preset, MEAN-POOLING variant: the same
-# entanglement model as configs/textcat_cpu.cfg (pretrained MiniLM-L6 subword side + a small
-# random-initialised CANINE char side, m = 1) and the same batches, optimizer and
-# budget, but the textcat reads the EntangleListener (one vector per token, side = subword
-# by default; --components.textcat.model.tok2vec.side char for the other side) and averages
-# the tokens (spacy.TextCatReduce.v1) instead of the paper's first-state head.
-
-[paths]
-# this task's project makes it (`backbones`); not the CPU base's backbones/grown
-char_backbone = "backbones/canine-random"
 """,
     ),
     "spancat_cpu.cfg": Recipe(

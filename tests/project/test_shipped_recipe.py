@@ -143,3 +143,36 @@ def test_variants_train_with_or_without_the_presets_augmenter():
         config = load_config(config_path(ship.config), overrides=overrides, interpolate=True)
         corpus = registry.resolve({"train": config["corpora"]["train"]})["train"]
         assert (corpus.augmenter is not dont_augment) == augmented, pair
+
+
+def test_init_config_writes_tweeteval_s_recipe(tmp_path):
+    """`init-config --pipeline textcat` (the cpu preset) is TweetEval's recipe: the project's
+    curve and budget variant trains configs/textcat_cpu.cfg, whose side and augmenter are that
+    variant's, over the grown char encoder the project passes; the file is init-config's output
+    as spaCy fills it."""
+    project = PROJECT / "tweeteval"
+    project_vars = srsly.read_yaml(project / "project.yml")["vars"]
+    assert project_vars["curve_variant"] == project_vars["budget_variant"]
+    variant = load_variants(project / "variants.yml")[project_vars["budget_variant"]]
+    assert variant.component == "textcat" and variant.char_encoder == "default" and variant.augment
+    assert project_vars["grown_dir"] == "../backbones/grown"
+    out = tmp_path / "textcat.cfg"
+    result = cli("init-config", str(out), "--pipeline", "textcat")
+    assert result.returncode == 0, result.output
+    written = load_config(out, interpolate=False)
+    shipped = load_config(config_path(variant.config), interpolate=False)
+    for name, config in (("init-config", written), (variant.config, shipped)):
+        assert config["paths"]["char_backbone"] == "backbones/grown", name
+        assert _at(config, f"components.textcat.{variant.side_key}") == variant.side, name
+        assert config["components"]["textcat"]["model"]["@architectures"] == "spacy.TextCatReduce.v1", name
+        own = config["corpora"]["train"]["augmenter"]
+        assert (own["level"], own["rate"]) == (variant.aug_level, variant.aug_rate), name
+        for key, value in variant.settings:
+            assert _at(config, key) == _value(value), f"{name}: {key} is not {variant.name}'s {value}"
+    filled = load_model_from_config(shipped, auto_fill=True, validate=True).config
+    assert written.interpolate() == filled.interpolate()
+    # the paper preset keeps the paper's head
+    paper = tmp_path / "paper.cfg"
+    assert cli("init-config", str(paper), "--pipeline", "textcat", "--preset", "paper").returncode == 0
+    head = load_config(paper, interpolate=False)["components"]["textcat"]["model"]
+    assert head["@architectures"] == "spacy-entangle.TextCatCls.v1"

@@ -273,13 +273,14 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
     te = _train_lines(root / "tweeteval")
     assert "--components.textcat.model.side subword" in te["train"]  # TextCatCls: side on the model
     assert "--components.textcat.model.side char" in te["train-char"]
-    assert (
-        "textcat_mean_cpu.cfg" in te["train-mean"]
-        and "--components.textcat.model.tok2vec.side subword" in te["train-mean"]
-    )
+    assert "textcat_cls_cpu.cfg" in te["train"] and "textcat_cls_cpu.cfg" in te["train-char"]
+    # the mean-pooling row: the CPU preset's textcat on the subword side, without its augmenter
+    mean = te["train-mean"]
+    assert "textcat_cpu.cfg" in mean and "--components.textcat.model.tok2vec.side subword" in mean
+    assert "--corpora.train.augmenter null" in mean
     # the learning curves: one run to the curve budget, the schedule over it, dev at noise 0.5
     # scored at each evaluation by the curve logger
-    for lines, config in [(tb, "tagger_cpu.cfg"), (te, "textcat_mean_cpu.cfg")]:
+    for lines, config in [(tb, "tagger_cpu.cfg"), (te, "textcat_cpu.cfg")]:
         curve = lines["curve"]
         assert f"{config} --output training/curves/" in curve and "--paths.char_backbone ../backbones/grown" in curve
         assert "--training.logger.@loggers spacy-entangle.CurveLogger.v1" in curve
@@ -323,7 +324,7 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
     grown = "--paths.char_backbone ../backbones/grown"
     for lines, config, side, augment in [
         (tb, "tagger_cpu.cfg", "--components.tagger.model.tok2vec.side both", True),
-        (te, "textcat_cpu.cfg", "--components.textcat.model.side subword", True),
+        (te, "textcat_cls_cpu.cfg", "--components.textcat.model.side subword", True),
         (mk, "ner_cpu.cfg", "--components.ner.model.tok2vec.side both", True),
         (cs, "char_tagger_cpu.cfg", "--components.char_tagger.model.side char", True),
     ]:
@@ -335,7 +336,7 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
     # the ablation: the same recipe less the augmenter, into its own folders
     for lines, config, side in [
         (tb, "tagger_cpu.cfg", "both"),
-        (te, "textcat_cpu.cfg", "subword"),
+        (te, "textcat_cls_cpu.cfg", "subword"),
         (cs, "char_tagger_cpu.cfg", "--components.char_tagger.model.side char"),
     ]:
         noaug = lines["seeds-shipped-noaug"]
@@ -553,7 +554,7 @@ def task_corpora(tmp_path_factory, shared_data):
     [
         ("baseline_tagger_cpu.cfg", "tb", "tag_acc"),
         ("baseline_textcat_cpu.cfg", "te", "cats_accuracy"),
-        ("textcat_mean_cpu.cfg", "te", "cats_accuracy"),
+        ("textcat_cpu.cfg", "te", "cats_accuracy"),
     ],
 )
 def test_new_cpu_configs_train(task_corpora, bert_dir, canine_dir, tmp_path, name, corpus, score):
