@@ -1,7 +1,7 @@
 """A small, deterministic English + tweet-like corpus: the tiny byte-level BPE of
 ``make_random_subword(kind="roberta")`` is trained on it, tests read it as text, and the
-``onnx-int8`` engine calibrates its activation smoothing on it, where smoothing is on (the same text for every
-pipeline and every first batch).
+``onnx-int8`` engine calibrates its activation smoothing on it when smoothing is on (the
+same text for every pipeline and every first batch).
 
 It holds emoji (incl. ZWJ sequences and flags), @mentions, #hashtags, URLs, accents and
 non-Latin scripts, so the BPE's merges and offsets are exercised on the same kinds of text

@@ -7,8 +7,8 @@ has none, unless no exporter keeps its length dynamic, as with CANINE: ``LENGTH_
 and, in int8, each co-attention module (in fp32 torch's fused attention fast path runs
 those faster). What stays outside the graphs (a grown encoder's word segmentation, a rule
 over codepoints, and its small character front end) runs in PyTorch, so the engine does
-not depend on how those are written. A part that does not
-export runs in PyTorch too, with a warning naming it.
+not depend on how those are written. A part that does not export runs in PyTorch too,
+with a warning naming it.
 
 Graphs are exported from the loaded weights when a part is first called (batch and length
 axes dynamic; each graph is run once at other sizes against PyTorch before it is used), once:
@@ -22,8 +22,9 @@ torch's thread count at prediction time and are rebuilt in a forked child and on
 
 ``onnx-int8``: ONNX Runtime's dynamic int8 quantization (per-channel int8 weights,
 activations quantized on the fly) of every graph but those under ``keep_float``, the
-subword encoder's exported smoothed when a calibration text is given (off by default) (modeling/smoothing.py:
-its feed-forward outputs' few wide channels no longer set every channel's int8 step); the
+subword encoder's exported smoothed when a calibration text is given, which is off by
+default (modeling/smoothing.py: its feed-forward outputs' few wide channels no longer set
+every channel's int8 step); the
 PyTorch parts left run their Linear layers in torch's dynamic int8 (those not under
 ``keep_float``). A prediction that keeps only the listeners' rows passes them to the last
 co-attention modules' graphs, as to the PyTorch modules. Unlike ``int8`` it quantizes the
