@@ -19,7 +19,6 @@ configs/ to a temporary folder: the checkout is never written.
 """
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -215,10 +214,6 @@ def _train_lines(project: Path, overrides=None) -> dict:
     """{command: the `spacy train` line(s) that variants.py writes for its `train-one` lines}
     (their dry runs, in this process from the project folder: one import of spaCy for all of
     them; a per-language line for the language swa)."""
-    import contextlib
-    import io
-
-    import variants
     from weasel.util import split_command
 
     lines = {}
@@ -231,16 +226,9 @@ def _train_lines(project: Path, overrides=None) -> dict:
             args = [a.replace("{lang}", "swa").replace("{seed}", "1") for a in split_command(line)]
             assert args[:2] == ["python", "../scripts/variants.py"], args
             cut = args.index("--") if "--" in args else len(args)
-            out = io.StringIO()
-            here = os.getcwd()
-            os.chdir(project)
-            try:
-                with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exit:
-                    variants.main([*args[2:cut], "--dry-run", *args[cut:]])
-            finally:
-                os.chdir(here)
-            assert exit.value.code in (0, None), out.getvalue()
-            lines[command["name"]] = lines.get(command["name"], "") + out.getvalue()
+            r = script(project / args[1], *args[2:cut], "--dry-run", *args[cut:], cwd=project)
+            assert r.returncode == 0, r.output
+            lines[command["name"]] = lines.get(command["name"], "") + r.stdout
     return lines
 
 
