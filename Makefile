@@ -69,13 +69,15 @@ PYTEST_DURATIONS ?= --durations=20
 test-full: venv
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_PARALLEL) $(PYTEST_DURATIONS)
 
-# the library's tests that need neither spacy-transformers nor the weasel projects
-# (tests/conftest.py), on the newest transformers; the research tooling's tests (research/tests)
-# run in the full suite only, beside the extras they compare against; -rs lists what an absent
-# extra skipped
+# the library's tests whose result can depend on the transformers version (marked `backbone` by
+# tests/conftest.py: the venvs differ in transformers and tokenizers only), on the newest
+# transformers; not the `slow` end-to-end runs (spaCy's and weasel's machinery, the same in both
+# venvs: the pipeline tests train a step on this transformers); the research tooling's tests
+# (research/tests) run in the full suite only; -rs lists what an absent extra skipped
+CORE_TESTS ?= -m "backbone and not slow" tests
 test-core: venv-core
 	$(CORE_BIN)/python -c "from importlib.metadata import version as v; print('core suite: transformers', v('transformers'))"
-	OMP_NUM_THREADS=1 $(CORE_BIN)/python -m pytest -q -p no:cacheprovider -rs $(PYTEST_PARALLEL) $(PYTEST_DURATIONS) tests
+	OMP_NUM_THREADS=1 $(CORE_BIN)/python -m pytest -q -p no:cacheprovider -rs $(PYTEST_PARALLEL) $(PYTEST_DURATIONS) $(CORE_TESTS)
 
 # a pipeline saved under each venv's transformers (4.x, 5.x) loads under the other's and
 # predicts the same (tests/test_cross_version.py, ~30 s; the two suites above skip it)

@@ -99,7 +99,28 @@ def wnut17_dir(shared_data) -> Path:
 _WHEEL_BUILDERS = {"tests/test_packaging.py", "tests/project/test_project.py"}
 
 
+# The two venvs differ only in transformers and tokenizers, so the core suite (`make test-core`,
+# the newest transformers) runs only the tests whose result can depend on them, marked `backbone`:
+# the folders that test the code facing transformers, and elsewhere every test that builds a
+# backbone from one of the fixtures below. The rest (converters, noise, docs, the project's
+# scripts) would run the same code twice.
+_BACKBONE_FOLDERS = (
+    "tests/backbone_dirs/",
+    "tests/cli/",
+    "tests/layers/",
+    "tests/modeling/",
+    "tests/pipeline/",
+    "tests/pretraining/",
+    "tests/tokenization/",
+    "tests/test_architectures.py",
+    "tests/test_versions.py",
+)
+_BACKBONE_FIXTURES = {"bert_dir", "canine_dir", "grown_dir", "minilm_dir", "roberta_dir"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     for item in items:
         path = item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group("wheel-builders" if path in _WHEEL_BUILDERS else path))
+        if path.startswith(_BACKBONE_FOLDERS) or _BACKBONE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.backbone)

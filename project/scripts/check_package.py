@@ -70,6 +70,7 @@ def main(
                     "version": nlp.meta.get("version"),
                     "location": location,
                     "pipeline": nlp.pipe_names,
+                    "labels": sorted(nlp.get_pipe("ner").labels) if "ner" in nlp.pipe_names else [],
                     "requirements": nlp.meta.get("requirements"),
                     "sample": SAMPLE,
                     "entities": ents,

@@ -163,6 +163,7 @@ def driven(data, single):
     return data.root
 
 
+@pytest.mark.slow
 def test_torchrun_grows_a_char_encoder(cli_run, data):
     result, out = cli_run.result, cli_run.out
     assert result.returncode == 0, result.stderr[-3000:]
@@ -182,6 +183,7 @@ def test_torchrun_grows_a_char_encoder(cli_run, data):
     assert torch.equal(cpu0, saved["torch_rng"]) and not torch.equal(cpu0, cpu1)
 
 
+@pytest.mark.slow
 def test_two_processes_compute_the_update_of_one(driven, single):
     """Same global batch of 8 (4 rows each, and a batch of 1 where one process stands in):
     the same weights after stage A and two steps of stage B, within float rounding, which
@@ -194,6 +196,7 @@ def test_two_processes_compute_the_update_of_one(driven, single):
         assert [e.get(key) for e in two_log] == pytest.approx([e.get(key) for e in one_log], abs=1e-3)
 
 
+@pytest.mark.slow
 def test_masked_objectives_in_two_processes_as_in_one(driven, single):
     """Masked spans, noisy words and distillation: each objective's loss weighted by the
     process's share of its scored characters or words."""
@@ -203,6 +206,7 @@ def test_masked_objectives_in_two_processes_as_in_one(driven, single):
         assert [e[key] for e in two_log] == pytest.approx([e[key] for e in one_log], abs=1e-3)
 
 
+@pytest.mark.slow
 def test_two_process_resume_continues_exactly(cli_run, driven):
     """Stopped at step 3 and resumed by two processes: the weights and the loss curve of
     the uninterrupted two-process run, bit for bit (dropout included: each rank's stream
@@ -214,6 +218,7 @@ def test_two_process_resume_continues_exactly(cli_run, driven):
         assert [e.get(key) for e in log(driven / "split")] == [e.get(key) for e in log(cli_run.out)]
 
 
+@pytest.mark.slow
 def test_resume_with_another_number_of_processes(driven, single, data):
     """A checkpoint of one process resumed by two, and one of two resumed by one: the
     weights of the uninterrupted single-process run."""
