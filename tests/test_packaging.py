@@ -1,6 +1,7 @@
 """spacy-entangle builds as a wheel users can install: the configs and the licence inside,
 the entry points spaCy reads, and dependencies that are what the library imports."""
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,19 +17,57 @@ from spacy_entangle.versions import TRANSFORMERS_RANGE, installed, transformers_
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# a module deleted from the source that an earlier in-tree build left in build/lib
+STALE = "spacy_entangle/deleted_module.py"
+
+
+def _source_copy(dest: Path) -> Path:
+    """The checkout's files as git sees them (tracked, and new ones not ignored), plus a stale
+    build/ folder like one an earlier `python -m build --wheel` leaves behind."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    for name in listed:
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    stale = dest / "build" / "lib" / STALE
+    stale.parent.mkdir(parents=True)
+    stale.write_text("raise ImportError('deleted from the source')\n", encoding="utf8")
+    return dest
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
+    """The wheel as the WNUT-17 project's `package` step builds it: `python -m build
+    --no-isolation` (the sdist, then the wheel from it), here from a copy of the checkout."""
     if installed("build") is None:  # not importorskip: the repository's build/ folder imports as `build`
         pytest.skip("needs the `build` package (the `test` extra); the core suite's venv has the library alone")
+    if not (ROOT / ".git").exists():
+        pytest.skip("needs the git checkout (the files to build are the ones git lists)")
+    src = _source_copy(tmp_path_factory.mktemp("src"))
     out = tmp_path_factory.mktemp("wheel")
     r = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)],
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(src)],
         capture_output=True,
         text=True,
     )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     (path,) = out.glob("spacy_entangle-*-py3-none-any.whl")
     return path
+
+
+def test_a_stale_build_folder_stays_out_of_the_wheel(wheel):
+    """An in-tree `build --wheel` packs whatever build/lib still holds, modules deleted from
+    the source included; built from the sdist, the wheel holds the source's files only."""
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+    assert STALE not in names
+    assert "spacy_entangle/pipeline/entangle.py" in names
 
 
 def test_wheel_holds_the_configs_licence_and_entry_points(wheel):
@@ -251,8 +290,6 @@ def test_the_installed_transformers_builds_trains_saves_and_loads(subword, canin
 def test_make_test_runs_the_full_and_the_core_suite():
     """CI (.ci/run) runs `make test`: the full suite in .venv, then the core suite in .venv-core,
     whose venv installs the library with the core-test extra alone (no spacy-transformers pin)."""
-    import shutil
-
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
     dry = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True, check=True).stdout

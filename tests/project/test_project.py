@@ -414,7 +414,7 @@ def test_dry_run_of_all(tmp_path):
         "--subword-dir backbones/minilm --n-coattention 1 --max-steps 7",
         f"-m spacy_entangle add-scores training/{ship}/seed0/model-best training/{ship}/seed0/model-scored --beam-width 4",
         f"-m spacy package training/{ship}/seed0/model-scored packages --name entangle_wnut",
-        "-m build --wheel --no-isolation --outdir packages ..",
+        "-m build --no-isolation --outdir packages ..",
         "pip uninstall -y -q en_entangle_wnut",
         "scripts/copy_wheel.py packages/en_entangle_wnut-0.1.0/dist/en_entangle_wnut-0.1.0-py3-none-any.whl packages",
         "pip install --find-links packages en_entangle_wnut==0.1.0",
