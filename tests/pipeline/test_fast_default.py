@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy
 import pytest
 import spacy
+import torch
 from _pipelines import TEXTS, build, examples, train
 from thinc.api import SGD
 
@@ -128,6 +129,54 @@ def test_without_saved_graphs_it_exports_once_and_says_so_in_one_line(saved, cap
         nlp(DOCS[0])
     (line,) = [r.getMessage() for r in caplog.records]
     assert "exported 2 ONNX graph(s)" in line and "the weights changed" in line
+
+
+def test_a_part_that_did_not_export_is_not_exported_again_on_load(saved, tmp_path, monkeypatch):
+    """A part whose export fails runs in PyTorch with one warning, and the failure is saved
+    with the graphs: loaded under the same torch, that part runs in PyTorch at once (one
+    warning, naming why) while the others read their graphs; under another torch, whose
+    exporters may take it, it is exported again."""
+    import spacy_entangle.modeling.engines.onnx as engine
+
+    root, states = saved
+    real, tried = engine._write_graph, []
+
+    def char_part_fails(exporter, module, names, like, dims, path):
+        tried.append(names[0])
+        if names[0] == "inputs_embeds":  # the grown char encoder's copied layers
+            raise RuntimeError("no ONNX form for this encoder")
+        return real(exporter, module, names, like, dims, path)
+
+    def exported_warnings(caught):
+        return [str(w.message) for w in caught if str(w.message).startswith("ONNX export of")]
+
+    monkeypatch.setattr(engine, "_write_graph", char_part_fails)
+    nlp = spacy.load(root / "plain", config=_config("onnx"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _same(_states(nlp), states["onnx"], atol=1e-4)
+    assert [m.split(" failed")[0] for m in exported_warnings(caught)] == ["ONNX export of char_encoder.words"]
+    assert _parts(nlp) == ["subword_encoder"]
+    nlp.to_disk(tmp_path / "p")
+    # loaded again: nothing is exported (the subword graph is read, the char part is known)
+    tried.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again = spacy.load(tmp_path / "p", config=_config("onnx"))
+        (failed,) = again.get_pipe("entangle").model.shims[0]._graphs.modes["onnx"].failed.items()
+        _same(_states(again), states["onnx"], atol=1e-4)
+        _states(again)
+    assert failed[0] == "char_encoder.words/inputs_embeds" and failed[1].torch == torch.__version__
+    assert tried == [] and _parts(again) == ["subword_encoder"] and not exported_warnings(caught)
+    (why,) = [str(w.message) for w in caught if "runs in PyTorch" in str(w.message)]
+    assert why.startswith("char_encoder.words runs in PyTorch") and "no ONNX form for this encoder" in why
+    # recorded under another torch: tried again
+    other = spacy.load(tmp_path / "p", config=_config("onnx"))
+    other.get_pipe("entangle").model.shims[0]._graphs.modes["onnx"].failed[failed[0]].torch = "0.0"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _states(other)
+    assert "inputs_embeds" in tried and len(exported_warnings(caught)) == 1
 
 
 def test_graphs_of_other_weights_or_settings_are_not_used():

@@ -7,7 +7,12 @@ exporting again.
 A mode's graphs are used only for the weights they were exported from (the weights' sha256,
 in the mode's manifest) and the engine settings that shaped them (``settings``: the format
 below and the mode's own, e.g. onnx-int8's smoothing): anything else exports again. ``reason``
-says why a mode has no graphs, for the one line the shim logs when it exports."""
+says why a mode has no graphs, for the one line the shim logs when it exports.
+
+A part whose export failed is recorded too (``FailedExport``), with the torch version that
+tried: loaded with the same torch, the part runs in PyTorch at once, with one warning, instead
+of failing the same export on every load; another torch (whose exporters may take it), other
+weights or other settings try again."""
 
 import hashlib
 import threading
@@ -38,12 +43,21 @@ class SavedGraph:
 
 
 @dataclass
+class FailedExport:
+    """Why a part did not export (the exporters' errors), and the torch version that tried."""
+
+    reason: str
+    torch: str
+
+
+@dataclass
 class ModeGraphs:
-    """One mode's graphs (by ``PART/KEY``: the part's name and the way it is called) and the
-    settings they were made with."""
+    """One mode's graphs (by ``PART/KEY``: the part's name and the way it is called), the
+    parts that did not export, and the settings they were made with."""
 
     settings: Dict[str, Any]
     graphs: Dict[str, SavedGraph] = field(default_factory=dict)
+    failed: Dict[str, FailedExport] = field(default_factory=dict)
 
 
 class GraphStore:
@@ -73,7 +87,7 @@ class GraphStore:
         """The graphs as named files, each mode's manifest naming the weights they belong to."""
         files: Dict[str, bytes] = {}
         for mode, held in self.modes.items():
-            if not held.graphs:
+            if not held.graphs and not held.failed:
                 continue
             folder = f"{GRAPH_DIR}/{mode}"
             entries = {}
@@ -86,7 +100,13 @@ class GraphStore:
                     "smoothed": graph.smoothed,
                     "kept_float": list(graph.kept_float),
                 }
-            manifest = {"weights_sha256": weights_sha256, "settings": held.settings, "graphs": entries}
+            failed = {name: {"reason": f.reason, "torch": f.torch} for name, f in sorted(held.failed.items())}
+            manifest = {
+                "weights_sha256": weights_sha256,
+                "settings": held.settings,
+                "graphs": entries,
+                "failed": failed,
+            }
             files[f"{folder}/{MANIFEST}"] = srsly.json_dumps(manifest, indent=2).encode("utf8")
         return files
 
@@ -121,6 +141,8 @@ def _read_manifest(files: Dict[str, bytes], path: str, weights_sha256: str) -> U
             if data is None or hashlib.sha256(data).hexdigest() != entry["sha256"]:
                 return f"the saved {name} graph is missing or damaged"
             held.graphs[name] = SavedGraph(data, bool(entry.get("smoothed")), tuple(entry.get("kept_float", ())))
+        for name, entry in manifest.get("failed", {}).items():
+            held.failed[name] = FailedExport(str(entry["reason"]), str(entry["torch"]))
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         return f"{path} cannot be read ({type(err).__name__}: {err})"
     return held

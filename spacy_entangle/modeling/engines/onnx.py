@@ -8,7 +8,8 @@ and, in int8, each co-attention module (in fp32 torch's fused attention fast pat
 those faster). What stays outside the graphs (a grown encoder's word segmentation, a rule
 over codepoints, and its small character front end) runs in PyTorch, so the engine does
 not depend on how those are written. A part that does not export runs in PyTorch too,
-with a warning naming it.
+with a warning naming it; the failure is saved with the graphs, so a load under the same
+torch runs that part in PyTorch at once instead of failing the same export again.
 
 Graphs are exported from the loaded weights when a part is first called (batch and length
 axes dynamic; each graph is run once at other sizes against PyTorch before it is used), once:
@@ -53,7 +54,7 @@ from transformers.modeling_outputs import BaseModelOutput
 
 from ..quantization import quantize_linears
 from ..smoothing import smooth_encoder, smoothable
-from .graphs import ENGINE_INSTALL, ExportReport, ModeGraphs, SavedGraph, current_report
+from .graphs import ENGINE_INSTALL, ExportReport, FailedExport, ModeGraphs, SavedGraph, current_report
 
 if TYPE_CHECKING:
     from ..entangle import EntangleEncoder
@@ -266,12 +267,35 @@ class _Part(nn.Module):
         dims: Sequence[Dims],
     ) -> Optional[_Graph]:
         """The graph of ``key``: the saved one, else exported from ``exported()`` (once, under
-        the process's export lock), or None (the part runs in PyTorch)."""
+        the process's export lock), or None (the part runs in PyTorch: its export failed, now
+        or, with this torch, when the graphs were made)."""
         if key not in self._graphs:
             with _EXPORT_LOCK:
                 if key not in self._graphs:
-                    self._graphs[key] = self._saved(key) or self._exported_graph(key, exported, names, like, dims)
+                    graph = self._saved(key)
+                    if graph is None and not self._failed_before(key):
+                        graph = self._exported_graph(key, exported, names, like, dims)
+                    self._graphs[key] = graph
         return self._graphs[key]
+
+    def _failed_before(self, key: str) -> bool:
+        """Whether ``key``'s export failed when these graphs were made, with this torch (then
+        one warning says so); a failure under another torch is forgotten and tried again."""
+        name = f"{self.part_name}/{key}"
+        failed = self.store.failed.get(name)
+        if failed is None:
+            return False
+        if failed.torch != torch.__version__:
+            del self.store.failed[name]
+            return False
+        warnings.warn(
+            f"{self.part_name} runs in PyTorch (fp32): its ONNX export failed when this pipeline's "
+            f"graphs were made, with this torch ({failed.reason}). Set inference = 'fp32' to predict "
+            "without the ONNX engine.",
+            UserWarning,
+            stacklevel=5,
+        )
+        return True
 
     def _saved(self, key: str) -> Optional[_Graph]:
         """The saved graph of ``key``, its session made here (None: none saved, or one that
@@ -315,8 +339,14 @@ class _Part(nn.Module):
                 UserWarning,
                 stacklevel=4,
             )
+            if not isinstance(err, ExportFailed) or not err.missing_package:
+                # saved with the graphs: the same export is not failed again on every load
+                self.store.failed[f"{self.part_name}/{key}"] = FailedExport(
+                    f"{type(err).__name__}: {err}"[:500], torch.__version__
+                )
             return None
         name = f"{self.part_name}/{key}"
+        self.store.failed.pop(name, None)
         smoothed = key in self._smoothed_keys
         self.store.graphs[name] = SavedGraph(graph.data, smoothed, tuple(self.kept_float))
         report: Optional[ExportReport] = current_report()
@@ -459,6 +489,15 @@ def _example(like: torch.Tensor, dims: Dims, sizes: Optional[Dict[str, int]] = N
     return out
 
 
+class ExportFailed(RuntimeError):
+    """Every exporter failed (their errors, in order). ``missing_package``: one of them lacked
+    a package (onnx, onnxscript), which an install fixes: not recorded as the part's failure."""
+
+    def __init__(self, errors: Sequence[str], missing_package: bool):
+        super().__init__("; ".join(errors))
+        self.missing_package = missing_package
+
+
 def _export(
     module: nn.Module,
     names: Sequence[str],
@@ -473,6 +512,7 @@ def _export(
     if len(dims) != len(like):
         raise ValueError(f"expected {len(dims)} inputs, got {len(like)}")
     errors = []
+    missing_package = False
     for exporter in exporters:
         try:
             with tempfile.TemporaryDirectory() as tmp:
@@ -482,8 +522,9 @@ def _export(
             _check(graph, module, names, like, dims, int8)
             return graph
         except Exception as err:  # noqa: BLE001 - tried with the next exporter, all failures re-raised
-            errors.append(f"{exporter}: {type(err).__name__}: {str(err).strip().splitlines()[0][:200]}")
-    raise RuntimeError("; ".join(errors))
+            missing_package = missing_package or isinstance(err, ImportError)
+            errors.append(f"{exporter}: {type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:200]}")
+    raise ExportFailed(errors, missing_package)
 
 
 def _write_graph(
