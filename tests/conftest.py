@@ -94,9 +94,7 @@ def wnut17_dir(shared_data) -> Path:
 
 
 # Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`) each test file runs whole in one
-# worker, as the files' module fixtures expect; the two files that build the plugin's wheel from
-# the checkout (its build/ folder) share one worker, so no two builds write it at once.
-_WHEEL_BUILDERS = {"tests/test_packaging.py", "tests/project/test_project.py"}
+# worker, as the files' module fixtures expect.
 
 
 # The two venvs differ only in transformers and tokenizers, so the core suite (`make test-core`,
@@ -121,6 +119,6 @@ _BACKBONE_FIXTURES = {"bert_dir", "canine_dir", "grown_dir", "minilm_dir", "robe
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     for item in items:
         path = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group("wheel-builders" if path in _WHEEL_BUILDERS else path))
+        item.add_marker(pytest.mark.xdist_group(path))
         if path.startswith(_BACKBONE_FOLDERS) or _BACKBONE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.backbone)
