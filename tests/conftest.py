@@ -94,9 +94,8 @@ def wnut17_dir(shared_data) -> Path:
 
 
 # Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`) each test file runs whole in one
-# worker, as the files' module fixtures expect.
-
-
+# worker, as the files' module fixtures expect (its xdist group below).
+#
 # The two venvs differ only in transformers and tokenizers, so the core suite (`make test-core`,
 # the newest transformers) runs only the tests whose result can depend on them, marked `backbone`:
 # the folders that test the code facing transformers, and elsewhere every test that builds a

@@ -25,9 +25,8 @@ torch's thread count at prediction time and are rebuilt in a forked child and on
 activations quantized on the fly) of every graph but those under ``keep_float``, the
 subword encoder's exported smoothed when a calibration text is given, which is off by
 default (modeling/smoothing.py: its feed-forward outputs' few wide channels no longer set
-every channel's int8 step); the
-PyTorch parts left run their Linear layers in torch's dynamic int8 (those not under
-``keep_float``). A prediction that keeps only the listeners' rows passes them to the last
+every channel's int8 step); the PyTorch parts left run their Linear layers in torch's
+dynamic int8 (those not under ``keep_float``). A prediction that keeps only the listeners' rows passes them to the last
 co-attention modules' graphs, as to the PyTorch modules. Unlike ``int8`` it quantizes the
 subword encoder and the copied layers too (that is where its speed comes from): the
 fast mode, whose F1 cost a trained pipeline measures (research/benchmarks/int8_accuracy.py).
@@ -346,7 +345,6 @@ class _Part(nn.Module):
                 )
             return None
         name = f"{self.part_name}/{key}"
-        self.store.failed.pop(name, None)
         smoothed = key in self._smoothed_keys
         self.store.graphs[name] = SavedGraph(graph.data, smoothed, tuple(self.kept_float))
         report: Optional[ExportReport] = current_report()
