@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import typer
 from _variants import (
@@ -366,6 +367,79 @@ def curve_overrides(curve: Optional[Path], extra_dev: Sequence[str], patience: O
     ]
 
 
+# under a curve run's --output: the optimizer's state at its last evaluations (a run stopped
+# before its end continues with --resume) and the model-last a resumed run started from
+OPTIMIZER_STATES = "optimizer"
+RESUMED = "resumed"
+
+
+def _config_training(config: Path, key: str) -> Optional[int]:
+    """An integer of the config's [training] section (eval_frequency, max_steps), None when
+    it is not one."""
+    from thinc.api import Config
+
+    value = Config().from_disk(config, interpolate=False).get("training", {}).get(key)
+    return value if isinstance(value, int) else None
+
+
+def resumable_overrides(output: Path, eval_frequency: int) -> List[str]:
+    """A curve run's optimizer: thinc's Adam with the config's settings that also saves its
+    state beside each of spaCy's evaluations (spacy-entangle.ResumableAdam.v1), so that a run
+    stopped before its end can continue (--resume)."""
+    return [
+        "training.optimizer.@optimizers=spacy-entangle.ResumableAdam.v1",
+        f"training.optimizer.state_dir={output / OPTIMIZER_STATES}",
+        f"training.optimizer.save_every={eval_frequency}",
+    ]
+
+
+def resume_overrides(
+    output: Path, curve: Path, max_steps: int, dry_run: bool = False
+) -> Optional[Tuple[List[str], int]]:
+    """The overrides that continue a curve run after the last point of its curve file: the
+    weights of the model-last saved at that step (moved out of spaCy's way: `spacy train`
+    empties its output folder), the optimizer's state of the same step, the curve kept and
+    counted on, and the steps left of the schedule; with the step resumed at. None for a run
+    that never wrote a point (it starts from the beginning); a finished run exits here."""
+    from spacy_entangle.training.curve import read_curve
+    from spacy_entangle.training.resume import state_path
+
+    points = read_curve(curve) if curve.exists() else []
+    if not points:
+        print(f"ℹ --resume: {curve} has no point yet: training from the start", flush=True)
+        return None
+    last = int(points[-1]["step"])
+    state = state_path(output / OPTIMIZER_STATES, last)
+    if not (state / "state.json").exists():
+        if not (output / OPTIMIZER_STATES).exists() and (output / "model-best").exists():
+            print(f"ℹ --resume: {output} finished (its curve ends at step {last}): nothing to resume", flush=True)
+            raise typer.Exit(code=0)
+        raise SystemExit(
+            f"variants.py: --resume: no optimizer state for step {last} in {state.parent} (a run trained without "
+            "the resumable optimizer, or stopped before it saved one); train without --resume to start again"
+        )
+    start = last + 1
+    if start >= max_steps:
+        raise SystemExit(f"variants.py: --resume: the curve already reaches step {last} of {max_steps}")
+    weights = output / RESUMED / f"step-{last}"
+    if not weights.exists() and not dry_run:
+        if not (output / "model-last").exists():
+            raise SystemExit(f"variants.py: --resume: no model-last in {output} to continue from")
+        weights.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(output / "model-last"), str(weights))
+    for older in weights.parent.glob("step-*") if not dry_run else ():
+        if older != weights:
+            shutil.rmtree(older, ignore_errors=True)
+    callback = {"@callbacks": "spacy-entangle.resume_weights.v1", "path": str(weights)}
+    overrides = [
+        f"training.optimizer.resume_from={state}",
+        f"training.logger.start_step={start}",
+        f"initialize.after_init={json.dumps(callback)}",
+        f"training.max_steps={max_steps - start}",
+    ]
+    return overrides, start
+
+
 @app.command("train-one")
 def train_one(
     ctx: typer.Context,
@@ -398,15 +472,42 @@ def train_one(
     patience: Optional[int] = typer.Option(
         None, "--patience", help="stop after this many steps without a better dev score (default: the config's)"
     ),
+    resume: str = typer.Option(
+        "no",
+        "--resume",
+        help="yes: with --curve, continue a run stopped before its end after the curve's last point "
+        "(its model-last and optimizer state), skip one that finished, start one that never wrote a "
+        "point; no (default): train from the start",
+    ),
 ) -> None:
     """Train one variant, one seed, into --output (timed into --time when given), no evaluation:
     the task projects read their own variants.yml with it and evaluate with their own scripts.
     With --curve, every evaluation also scores the --extra-dev corpora and appends one point
-    (steps, passes, CPU seconds, scores) to the curve file."""
+    (steps, passes, CPU seconds, scores) to the curve file, and the optimizer saves its state
+    beside each evaluation, so that `--resume yes` can continue a run stopped before its end
+    (spaCy's patience then counts from the resumed run's first evaluation, and the data
+    order restarts with the seed's first shuffle)."""
     variants = named_variants(variants_file, [name])
+    if resume not in ("yes", "no"):
+        raise SystemExit(f"variants.py: --resume takes yes or no, got {resume!r}")
+    if resume == "yes" and curve is None:
+        raise SystemExit("variants.py: --resume continues a curve run: it needs --curve")
     if threads:
         os.environ["OMP_NUM_THREADS"] = str(threads)
     override = list(override) + curve_overrides(curve, extra_dev, patience)
+    config = configs_dir / variants[name].config
+    if curve is not None:
+        frequency = eval_frequency or _config_training(config, "eval_frequency") or 200
+        override += resumable_overrides(output, frequency)
+    if resume == "yes" and curve is not None:
+        total = max_steps or _config_training(config, "max_steps")
+        if not total:
+            raise SystemExit("variants.py: --resume needs the run's --max-steps (the config has none)")
+        resumed = resume_overrides(output, curve, total, dry_run)
+        if resumed is not None:
+            override += resumed[0]
+            if time is not None:  # the interrupted part's time stays where it was
+                time = time.with_name(f"{time.stem}_from{resumed[1]}{time.suffix}")
     settings = TrainSettings(
         corpus_dir=corpus_dir,
         configs_dir=configs_dir,
@@ -432,6 +533,8 @@ def train_one(
     rc = subprocess.run(cmd).returncode
     if rc:
         raise typer.Exit(code=rc)
+    for done in (output / OPTIMIZER_STATES, output / RESUMED):  # a finished run continues no more
+        shutil.rmtree(done, ignore_errors=True)
 
 
 @app.command("pipelines")

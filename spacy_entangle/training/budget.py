@@ -17,7 +17,10 @@ def budget_problems(training: Mapping[str, Any]) -> List[str]:
     max_steps = training.get("max_steps") or 0
     optimizer = training.get("optimizer")
     schedule = optimizer.get("learn_rate") if isinstance(optimizer, Mapping) else None
-    if isinstance(schedule, Mapping):
+    # a resumed run (spacy-entangle.ResumableAdam.v1) starts where the schedule was: its
+    # max_steps counts the steps left, not the schedule's
+    resumed = isinstance(optimizer, Mapping) and bool(optimizer.get("resume_from"))
+    if isinstance(schedule, Mapping) and not resumed:
         warmup, total = schedule.get("warmup_steps"), schedule.get("total_steps")
         ends = [n for n in (total, max_steps) if isinstance(n, int) and n > 0]
         end = min(ends) if ends else 0

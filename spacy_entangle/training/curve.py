@@ -7,6 +7,10 @@ prints and, at every evaluation, scores the pipeline as it stands on each extra 
 appends one JSON line: step, passes over the training words, wall and CPU seconds of training
 (its own extra evaluations excluded), the dev scores spaCy computed and the extra corpora's.
 
+A run resumed from an interrupted one (``start_step``, with ``spacy-entangle.ResumableAdam.v1``)
+appends to the interrupted run's curve: its steps, words and seconds continue from the last
+point written.
+
 The pipeline is scored with the weights it is trained with. spaCy evaluates with the
 optimizer's parameter averages when ``use_averages`` is on, which a logger cannot reach, so
 that setting is refused rather than giving two dev sets two different models.
@@ -60,6 +64,7 @@ class CurveRecorder:
         extra_dev: Dict[str, Path],
         train_words: Optional[int],
         reader_settings: Dict[str, Any],
+        start_step: int = 0,
     ) -> None:
         self.nlp = nlp
         self.path = path
@@ -68,8 +73,16 @@ class CurveRecorder:
         self.extra_wall = 0.0
         self.extra_cpu = 0.0
         self.cpu_start = time.process_time()
+        kept = resumed_points(path, start_step)
+        last = kept[-1] if kept else {}
+        # a resumed run counts on from the interrupted run's last point
+        self.start_step = start_step
+        self.offsets = {key: last.get(key) or 0 for key in ("epoch", "words", "seconds", "cpu_seconds")}
         path.parent.mkdir(parents=True, exist_ok=True)
         self.stream: IO[str] = path.open("w", encoding="utf8")
+        for point in kept:
+            self.stream.write(json.dumps(point) + "\n")
+        self.stream.flush()
 
     def record(self, info: Dict[str, Any]) -> Dict[str, Any]:
         # spaCy's clock stopped before this point's extra evaluations: take out the earlier ones
@@ -78,15 +91,16 @@ class CurveRecorder:
         extra = {name: _floats(self.nlp.evaluate(list(corpus(self.nlp)))) for name, corpus in self.corpora.items()}
         self.extra_wall += time.perf_counter() - wall
         self.extra_cpu += time.process_time() - cpu
-        words = int(info.get("words", 0))
+        words = int(info.get("words", 0)) + int(self.offsets["words"])
+        cpu = time.process_time() - self.cpu_start - self.extra_cpu
         point = {
-            "step": int(info["step"]),
-            "epoch": int(info["epoch"]),
+            "step": int(info["step"]) + self.start_step,
+            "epoch": int(info["epoch"]) + int(self.offsets["epoch"]),
             "words": words,
             "passes": round(words / self.train_words, 4) if self.train_words else None,
             # spaCy's own clock counts its dev evaluations; ours are taken out
-            "seconds": round(max(0.0, seconds), 1),
-            "cpu_seconds": round(time.process_time() - self.cpu_start - self.extra_cpu, 1),
+            "seconds": round(max(0.0, seconds) + self.offsets["seconds"], 1),
+            "cpu_seconds": round(cpu + self.offsets["cpu_seconds"], 1),
             "score": info["score"],
             "losses": {k: round(float(v), 4) for k, v in info.get("losses", {}).items()},
             "scores": {"dev": _floats(info.get("other_scores") or {}), **extra},
@@ -106,6 +120,7 @@ def curve_logger(
     train_words: Optional[int] = None,
     progress_bar: bool = False,
     console_output: bool = True,
+    start_step: int = 0,
 ) -> Callable[[Language, IO, IO], Tuple[LogStep, Callable[[], None]]]:
     """Log like spaCy's ConsoleLogger and write the learning curve to ``path``: at each
     evaluation, one JSON line with the step, the passes over the training words, the wall
@@ -126,6 +141,10 @@ def curve_logger(
         evaluation; default false.
     console_output (bool): print spaCy's table too; default true. The line with the extra
         corpora's scores is printed either way.
+    start_step (int): 0 (default) starts a new curve. For a run resumed after step N of an
+        interrupted one (``spacy-entangle.ResumableAdam.v1``'s ``resume_from``), N + 1: the
+        points up to step N are kept and this run's steps, words, epochs and seconds count on
+        from them; the file must end at step N.
     """
     console = console_logger(progress_bar=progress_bar, console_output=console_output)
     missing = [str(p) for p in extra_dev.values() if not Path(p).exists()]
@@ -144,7 +163,12 @@ def curve_logger(
             train_path = _corpus_path(config, config["training"]["train_corpus"])
             words = count_words(train_path) if train_path is not None else None
         recorder = CurveRecorder(
-            nlp, Path(path), {k: Path(v) for k, v in extra_dev.items()}, words, _dev_reader_settings(config)
+            nlp,
+            Path(path),
+            {k: Path(v) for k, v in extra_dev.items()},
+            words,
+            _dev_reader_settings(config),
+            start_step=start_step,
         )
         log_console, finalize_console = console(nlp, stdout, stderr)
         weighted = [k for k, w in config["training"]["score_weights"].items() if w]
@@ -182,6 +206,25 @@ def _corpus_path(config: Dict[str, Any], dot_name: str) -> Optional[Path]:
     if path and Path(path).suffix == ".spacy" and Path(path).exists():
         return Path(path)
     return None
+
+
+def resumed_points(path: Path, start_step: int) -> List[Dict[str, Any]]:
+    """The points a run resumed at ``start_step`` keeps: none for a new curve (0); else the
+    file's points, which must end at step ``start_step - 1`` (the step resumed from)."""
+    if start_step < 0:
+        raise ValueError(f"CurveLogger: start_step must be 0 or more, got {start_step}")
+    if not start_step:
+        return []
+    if not path.exists():
+        raise ValueError(f"CurveLogger: start_step = {start_step} resumes the curve {path}, which does not exist")
+    points = read_curve(path)
+    if not points or points[-1]["step"] != start_step - 1:
+        last = points[-1]["step"] if points else "no point"
+        raise ValueError(
+            f"CurveLogger: start_step = {start_step} resumes after step {start_step - 1}, but {path} ends at "
+            f"step {last}: resume from the last point written"
+        )
+    return points
 
 
 def read_curve(path: Path) -> List[Dict[str, Any]]:

@@ -113,14 +113,17 @@ def test_project_yml_is_valid():
     # the learning curve: the shipped recipe by default, one run, dev at noise 0.5 beside dev,
     # its file where `scripts/curves.py collect` looks for it
     curve = commands["curve"]["script"][0]
-    assert f"train-one {cfg['vars']['curve_variant']} --seed 0 " in curve and cfg["vars"]["curve_variant"] == ship
+    assert (
+        f"train-one {cfg['vars']['curve_variant']} --resume no --seed 0 " in curve
+        and cfg["vars"]["curve_variant"] == ship
+    )
     assert "--curve metrics/curves/${vars.curve_variant}_seed0.jsonl" not in curve  # resolved by weasel
     assert f"--curve metrics/curves/{ship}_seed0.jsonl" in curve
     assert "--extra-dev dev_noise0.5=noisy/dev_noise0.5.spacy" in curve
     # each model's seeds at its own budget: by default the shipped recipe at the shipped budget
     budget = commands["budget"]["script"][0]
     assert cfg["vars"]["budget_variant"] == ship and cfg["vars"]["budget_steps"] == cfg["vars"]["max_steps"]
-    assert f"train-one {ship} --seed {{seed}} " in budget and "--patience 600 " in budget
+    assert f"train-one {ship} --resume no --seed {{seed}} " in budget and "--patience 600 " in budget
     assert f"--curve metrics/budget/{ship}_600_seed{{seed}}.jsonl" in budget
     for name, steps in cfg["workflows"].items():
         assert set(steps) <= set(commands), name
