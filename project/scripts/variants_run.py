@@ -497,7 +497,9 @@ def train_one(
     override = list(override) + curve_overrides(curve, extra_dev, patience)
     config = configs_dir / variants[name].config
     if curve is not None:
-        frequency = eval_frequency or _config_training(config, "eval_frequency") or 200
+        # the optimizer saves where spaCy evaluates: the frequency the run will have
+        given = [o.partition("=")[2] for o in override if o.startswith("training.eval_frequency=")]
+        frequency = int(given[-1]) if given else eval_frequency or _config_training(config, "eval_frequency") or 200
         override += resumable_overrides(output, frequency)
     if resume == "yes" and curve is not None:
         total = max_steps or _config_training(config, "max_steps")
