@@ -164,7 +164,8 @@ MeanSd = Tuple[float, float]
 
 
 def mean_sd(values: List[float]) -> MeanSd:
-    """The mean and the sample standard deviation (0 for one value)."""
+    """The mean and the sample standard deviation (0 for one value, which the tables print
+    without a spread)."""
     return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
@@ -184,6 +185,8 @@ class BudgetRow:
 
     def cells(self) -> List[str]:
         def pm(value: MeanSd) -> str:
+            if len(self.seeds) < 2:  # one seed has no spread to show
+                return f"{100 * value[0]:.1f}"
             return f"{100 * value[0]:.1f} ± {100 * value[1]:.1f}"
 
         seeds = ", ".join(map(str, self.seeds))

@@ -117,6 +117,9 @@ def test_budget_rows_are_the_seeds_best_points_and_the_selection_file(tmp_path):
         "| wnut17 | `baseline` | 1600 | 0, 1, 2 | 56.0 ± 2.0 | 34.0 ± 2.0 | 22.0 ± 2.0 | meta/budget/wnut17/ |" in table
     )
     assert "| wnut17 | `b` | 600 | 0, 1, 2 | 50.0 ± 1.0 | 40.0 ± 2.0 | 10.0 ± 0.0 | meta/selection.json |" in table
+    # one seed: its figures, with no spread to show
+    one = curves.BudgetRow("tweebank", "baseline", 2200, (0,), (0.932, 0.0), (0.828, 0.0), (0.104, 0.0), "x")
+    assert one.cells()[3:7] == ["0", "93.2", "82.8", "10.4"]
 
 
 def test_every_curve_is_a_variant_of_its_project_and_the_recipe_is_the_curve_default():
