@@ -422,14 +422,15 @@ def resume_overrides(
     if start >= max_steps:
         raise SystemExit(f"variants.py: --resume: the curve already reaches step {last} of {max_steps}")
     weights = output / RESUMED / f"step-{last}"
-    if not weights.exists() and not dry_run:
-        if not (output / "model-last").exists():
-            raise SystemExit(f"variants.py: --resume: no model-last in {output} to continue from")
-        weights.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(output / "model-last"), str(weights))
-    for older in weights.parent.glob("step-*") if not dry_run else ():
-        if older != weights:
-            shutil.rmtree(older, ignore_errors=True)
+    if not dry_run:
+        if not weights.exists():
+            if not (output / "model-last").exists():
+                raise SystemExit(f"variants.py: --resume: no model-last in {output} to continue from")
+            weights.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(output / "model-last"), str(weights))
+        for older in weights.parent.glob("step-*"):  # the weights of an earlier resume
+            if older != weights:
+                shutil.rmtree(older, ignore_errors=True)
     callback = {"@callbacks": "spacy-entangle.resume_weights.v1", "path": str(weights)}
     overrides = [
         f"training.optimizer.resume_from={state}",
