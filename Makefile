@@ -32,6 +32,12 @@ TORCH_INDEX ?=
 # Python compiles the ones a run imports, a small part, on first import instead (the core
 # venv installs in about half the time)
 PIP_INSTALL := pip install -q --no-compile
+# ... which needs Python to keep what it compiles: where the environment says
+# PYTHONDONTWRITEBYTECODE (some CI images do), every process of a run (each `spacy train`, weasel
+# step, xdist, Ray and torchrun worker) would compile torch, spaCy and transformers from source
+# again: 2.9x the CPU time of the tests that start processes (measured on the Tweebank workflow
+# and `spacy train` tests). The recipes run without it.
+unexport PYTHONDONTWRITEBYTECODE
 
 $(BIN)/.installed: setup.cfg
 	$(PYTHON) -m venv $(VENV)
@@ -69,8 +75,9 @@ test:
 	$(MAKE) test-full test-core test-cross
 
 # two pytest-xdist workers of one torch thread each fill the 2 cores (each test file whole in one
-# worker: tests/conftest.py's xdist groups)
-PYTEST_PARALLEL ?= -n 2 --dist loadgroup
+# worker: tests/conftest.py's xdist groups), handed out in collection order, where
+# tests/conftest.py puts the files with end-to-end (`slow`) runs first
+PYTEST_PARALLEL ?= -n 2 --dist loadgroup --no-loadscope-reorder
 # the slowest tests at the end of each suite's output: where CI's time goes
 PYTEST_DURATIONS ?= --durations=20
 

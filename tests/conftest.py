@@ -121,3 +121,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
         item.add_marker(pytest.mark.xdist_group(path))
         if path.startswith(_BACKBONE_FOLDERS) or _BACKBONE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.backbone)
+    items[:] = _slow_files_first(items)
+
+
+def _slow_files_first(items: list) -> list:
+    """The files that hold `slow` tests first, each file's tests in their own order. With
+    `--no-loadscope-reorder` (the Makefile's) xdist hands the groups out in this order, one at a
+    time as a worker frees: the end-to-end runs started first leave no worker alone at the end
+    with a minutes-long run while the other idles (list scheduling's longest-first rule; xdist's
+    own reordering, by the number of tests in a group, put these few-test files last)."""
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow") is not None}
+    return sorted(items, key=lambda item: item.nodeid.split("::")[0] not in slow)

@@ -1,8 +1,12 @@
-"""`spacy train` with the shipped CPU configs (tiny offline backbones, a few steps)
-on real lines from ../shared/data: ner (WNUT-17), tagger (Tweebank), textcat
-(TweetEval emotion). Then `spacy evaluate` and `spacy package` on the result."""
+"""`spacy train` with the shipped CPU config (tiny offline backbones, a few steps) on real
+lines from ../shared/data, then `spacy evaluate` and a load that keeps the entangle output.
+ner (WNUT-17) here; the tagger and textcat configs train the same way in the task projects'
+workflow tests (tests/project/test_task_projects.py: Tweebank's `train`, TweetEval's
+`train-mean`), each a `spacy train` of its own, so they are not trained a second time here.
+Set ENTANGLE_TRAIN_ALL_CONFIGS=1 to train all three here."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -88,8 +92,11 @@ def corpora(tmp_path_factory, shared_data):
     return out
 
 
+CONFIGS = [("ner", "ents_f"), ("tagger", "tag_acc"), ("textcat", "cats_score")]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("task,score", [("ner", "ents_f"), ("tagger", "tag_acc"), ("textcat", "cats_score")])
+@pytest.mark.parametrize("task,score", CONFIGS if os.environ.get("ENTANGLE_TRAIN_ALL_CONFIGS") else CONFIGS[:1])
 def test_spacy_train_cpu_config(task, score, corpora, canine_dir, bert_dir, tmp_path):
     out = tmp_path / "model"
     cmd = [

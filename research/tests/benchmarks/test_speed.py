@@ -44,6 +44,7 @@ def conll(tmp_path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_speed_benchmark_end_to_end(speed, conll, tmp_path, canine_dir, bert_dir, capsys):
     pytest.importorskip("spacy_transformers")  # it times the baseline too (the `baseline` extra)
     backbones = {"paths.char_backbone": str(canine_dir), "paths.subword_backbone": str(bert_dir)}
@@ -299,6 +300,7 @@ def test_compare_agreement_of_the_onnx_engine_with_fp32(tmp_path, capsys):
     assert "agreement with each pipeline's first mode" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_speed_targets_print_every_target_the_default_first(tmp_path, capsys):
     """research/benchmarks/speed_targets.py: one command, every target as a ratio with met/missed
     (speeds side by side, the pipeline's default first with its load + first doc in a fresh
@@ -356,6 +358,7 @@ def test_cpu_int8_features_are_read_from_the_cpu_flags(tmp_path):
     assert speed_timing.cpu_int8_features.__wrapped__(str(info)) == []
 
 
+@pytest.mark.slow
 def test_compare_times_onnx_int8_with_named_graph_nodes_in_float(tmp_path, capsys):
     """--float-nodes LABEL=REGEX: NAME@onnx-int8+LABEL predicts in onnx-int8 with the nodes
     REGEX matches in float (the what-if int8_accuracy.py --keep-float-nodes scores), timed in
