@@ -65,30 +65,39 @@ def _tweeteval(folder: Path, split: str, n: int):
     return docs
 
 
-@pytest.fixture(scope="module")
-def corpora(tmp_path_factory, shared_data):
-    out = tmp_path_factory.mktemp("corpora")
-    wnut = _wnut(shared_data / "wnut17" / "train.conll", 24)
-    DocBin(docs=wnut[:16]).to_disk(out / "ner_train.spacy")
-    DocBin(docs=wnut[16:]).to_disk(out / "ner_dev.spacy")
-    emo = shared_data / "tweeteval_emotion"
-    DocBin(docs=_tweeteval(emo, "train", 16)).to_disk(out / "textcat_train.spacy")
-    DocBin(docs=_tweeteval(emo, "val", 8)).to_disk(out / "textcat_dev.spacy")
-    # Tweebank through spaCy's own CoNLL-U converter (first 24 tweets)
-    conllu = (shared_data / "tweebank" / "train.conllu").read_text(encoding="utf8").split("\n\n")
-    (out / "tb.conllu").write_text("\n\n".join(conllu[:24]) + "\n\n", encoding="utf8")
-    subprocess.run(
-        [sys.executable, "-m", "spacy", "convert", str(out / "tb.conllu"), str(out), "-n", "1", "-c", "conllu"],
-        check=True,
-        capture_output=True,
-        env=offline_env(),
-    )
-    tb = list(DocBin().from_disk(out / "tb.spacy").get_docs(spacy.blank("en").vocab))
-    for doc in tb:  # Tweebank's XPOS column is empty: tag with UPOS
-        for token in doc:
-            token.tag_ = token.pos_
-    DocBin(docs=tb[:16]).to_disk(out / "tagger_train.spacy")
-    DocBin(docs=tb[16:]).to_disk(out / "tagger_dev.spacy")
+def _write_corpus(task: str, shared_data: Path, out: Path) -> None:
+    """TASK_train.spacy and TASK_dev.spacy in OUT, from the first lines of the task's data."""
+    if task == "ner":
+        wnut = _wnut(shared_data / "wnut17" / "train.conll", 24)
+        DocBin(docs=wnut[:16]).to_disk(out / "ner_train.spacy")
+        DocBin(docs=wnut[16:]).to_disk(out / "ner_dev.spacy")
+    elif task == "textcat":
+        emo = shared_data / "tweeteval_emotion"
+        DocBin(docs=_tweeteval(emo, "train", 16)).to_disk(out / "textcat_train.spacy")
+        DocBin(docs=_tweeteval(emo, "val", 8)).to_disk(out / "textcat_dev.spacy")
+    else:  # Tweebank through spaCy's own CoNLL-U converter (first 24 tweets)
+        conllu = (shared_data / "tweebank" / "train.conllu").read_text(encoding="utf8").split("\n\n")
+        (out / "tb.conllu").write_text("\n\n".join(conllu[:24]) + "\n\n", encoding="utf8")
+        subprocess.run(
+            [sys.executable, "-m", "spacy", "convert", str(out / "tb.conllu"), str(out), "-n", "1", "-c", "conllu"],
+            check=True,
+            capture_output=True,
+            env=offline_env(),
+        )
+        tb = list(DocBin().from_disk(out / "tb.spacy").get_docs(spacy.blank("en").vocab))
+        for doc in tb:  # Tweebank's XPOS column is empty: tag with UPOS
+            for token in doc:
+                token.tag_ = token.pos_
+        DocBin(docs=tb[:16]).to_disk(out / "tagger_train.spacy")
+        DocBin(docs=tb[16:]).to_disk(out / "tagger_dev.spacy")
+
+
+@pytest.fixture
+def corpora(task, tmp_path, shared_data) -> Path:
+    """The corpus of the parametrized task only (the others are not trained here by default)."""
+    out = tmp_path / "corpora"
+    out.mkdir()
+    _write_corpus(task, shared_data, out)
     return out
 
 
