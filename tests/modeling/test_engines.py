@@ -160,25 +160,35 @@ def test_onnx_int8_co_attention_takes_the_kept_rows_into_its_graph(saved):
     nlp = _load(saved, "onnx-int8")
     fast = _kept_rows(nlp, texts)
     engine = nlp.get_pipe("entangle").model.shims[0]._fast_model
+    import onnx
+
     for side in ("sub_layers", "char_layers"):
         graphs = getattr(engine, side)[0]._graphs
         assert list(graphs) == ["inputs5"] and graphs["inputs5"] is not None, "the rows graph, exported"
+        # by the tracing exporter (opset 17; torch.export's graphs have a later one), from the
+        # module's traceable form, whose graph the engine checked at other sizes than the example's
+        opsets = {o.domain: o.version for o in onnx.load_from_string(graphs["inputs5"].data).opset_import}
+        assert opsets[""] == 17
     for e, f in zip(exact, fast):
         assert e.subword.shape == f.subword.shape and e.char.shape == f.char.shape
         assert e.subword.shape[0] == e.char.shape[0] > 0 or not len(e.subword)
         assert close_to_fp32(e.subword, f.subword, "onnx-int8") and close_to_fp32(e.char, f.char, "onnx-int8")
 
 
-def test_onnx_int8_quantizes_every_weight_product_of_a_co_attention_module(tmp_path):
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_onnx_int8_quantizes_every_weight_product_of_a_co_attention_module(tmp_path, exporter):
     """torch.export leaves the attention's in-projection behind a Split of the packed weight:
-    the quantizer only sees initializers, so the engine folds constants first. Every MatMul
-    left in float multiplies two activations (the attention scores and their use)."""
+    the quantizer only sees initializers, so the engine folds constants first; the traced
+    form (what the engine exports a co-attention module from) holds the query and key/value
+    weights apart. Every MatMul left in float multiplies two activations (the attention
+    scores and their use)."""
     _needs_onnx()
     import onnx
     import torch
 
     from spacy_entangle.modeling.coattention import CoAttentionModule
     from spacy_entangle.modeling.engines.onnx import _quantize, _write_graph
+    from spacy_entangle.modeling.engines.traceable import traceable
 
     torch.manual_seed(0)
     module = CoAttentionModule(32, 4, 64, 0.0).eval()
@@ -187,7 +197,9 @@ def test_onnx_int8_quantizes_every_weight_product_of_a_co_attention_module(tmp_p
     dims = [("batch", "length", None), ("batch", "length"), ("batch", "other_length", None), ("batch", "other_length")]
     dims += [("batch", "rows")]
     names = [f"input_{i}" for i in range(5)]
-    graph = onnx.load(str(_quantize(_write_graph("dynamo", module, names, like, dims, tmp_path / "graph.onnx"))))
+    exported = traceable(module) if exporter == "torchscript" else module
+    assert exported is not None
+    graph = onnx.load(str(_quantize(_write_graph(exporter, exported, names, like, dims, tmp_path / "graph.onnx"))))
     weights = {init.name for init in graph.graph.initializer}
     ops = [node.op_type for node in graph.graph.node]
     # q, k/v, out of each attention (2 x 3) + the two feed-forwards (2 x 2)
