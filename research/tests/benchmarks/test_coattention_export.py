@@ -7,7 +7,6 @@ from pathlib import Path
 
 import coattention_export  # research/benchmarks/ (setup.cfg: pytest pythonpath)
 import pytest
-import spacy
 from spacy.tokens import DocBin
 
 REPO = Path(__file__).resolve().parents[3]
@@ -15,24 +14,17 @@ SAVED = REPO / "tests" / "fixtures" / "tiny" / "pipeline_663406e"
 
 
 @pytest.mark.slow
-def test_both_kinds_of_graph_side_by_side(tmp_path, capsys):
+def test_both_kinds_of_graph_side_by_side(tmp_path, paris_dev, capsys):
     pytest.importorskip("onnxruntime")
-    nlp = spacy.blank("en")
-    docs = []
-    for i in range(6):
-        doc = nlp.make_doc(f"tweet {i} about Paris and @NASA")
-        doc.ents = [doc.char_span(doc.text.index("Paris"), doc.text.index("Paris") + 5, label="location")]
-        docs.append(doc)
-    DocBin(docs=docs).to_disk(tmp_path / "dev.spacy")
     out = tmp_path / "out.json"
     args = [
         str(SAVED),
         "--data",
-        str(tmp_path / "dev.spacy"),
+        str(paris_dev),
         "--rounds",
         "2",
         "--corpora",
-        str(tmp_path / "dev.spacy"),
+        str(paris_dev),
     ]
     result = coattention_export.main([*args, "--output", str(out)])
     printed = capsys.readouterr().out

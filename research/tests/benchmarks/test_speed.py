@@ -301,7 +301,7 @@ def test_compare_agreement_of_the_onnx_engine_with_fp32(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_speed_targets_print_every_target_the_default_first(tmp_path, capsys):
+def test_speed_targets_print_every_target_the_default_first(tmp_path, paris_dev, capsys):
     """research/benchmarks/speed_targets.py: one command, every target as a ratio with met/missed
     (speeds side by side, the pipeline's default first with its load + first doc in a fresh
     process, each mode's F1 cost on the clean and the noisy corpus, a long doc's speed, the
@@ -311,15 +311,8 @@ def test_speed_targets_print_every_target_the_default_first(tmp_path, capsys):
     import speed_targets
 
     saved = REPO / "tests" / "fixtures" / "tiny" / "pipeline_663406e"
-    nlp = spacy.blank("en")
-    docs = []
-    for i in range(6):
-        doc = nlp.make_doc(f"tweet {i} about Paris and @NASA")
-        doc.ents = [doc.char_span(doc.text.index("Paris"), doc.text.index("Paris") + 5, label="location")]
-        docs.append(doc)
-    DocBin(docs=docs).to_disk(tmp_path / "dev.spacy")
-    shutil.copy(tmp_path / "dev.spacy", tmp_path / "noisy.spacy")
-    nlp.to_disk(tmp_path / "blank")
+    shutil.copy(paris_dev, tmp_path / "noisy.spacy")
+    spacy.blank("en").to_disk(tmp_path / "blank")
     out = tmp_path / "targets.json"
     args = ["--data", str(tmp_path / "dev.spacy"), "--noisy", str(tmp_path / "noisy.spacy"), "--limit", "0"]
     args += ["--repeats", "1", "--doc-repeats", "1", "--modes", "int8", "--doc-chars", "300"]
