@@ -15,7 +15,7 @@ from typing import Optional
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..coattention import CoAttentionModule, gather_rows
+from ..coattention import CoAttentionModule, _feed_forward, gather_rows
 
 
 def _linear(weight: Tensor, bias: Optional[Tensor]) -> nn.Linear:
@@ -78,10 +78,6 @@ class TraceableCoAttention(nn.Module):
             return y + _feed_forward(layer, layer.norm2(y))
         y = layer.norm1(y + attended)
         return layer.norm2(y + _feed_forward(layer, y))
-
-
-def _feed_forward(layer: nn.TransformerEncoderLayer, x: Tensor) -> Tensor:
-    return layer.linear2(layer.activation(layer.linear1(x)))
 
 
 def traceable(module: nn.Module) -> Optional[nn.Module]:
