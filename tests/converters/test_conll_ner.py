@@ -232,3 +232,24 @@ def test_output_is_deterministic(tmp_path):
     convert(src, tmp_path / "1.spacy", lang="en")
     convert(src, tmp_path / "2.spacy", lang="en")
     assert (tmp_path / "1.spacy").read_bytes() == (tmp_path / "2.spacy").read_bytes()
+
+
+def test_a_language_code_gives_spacy_blanks_vocab_without_importing_pipeline_factories(tmp_path):
+    """A converter given a language code makes the vocab `spacy.blank` would hold (the
+    language's lexical attributes), without building a Language: its constructor imports every
+    installed pipeline factory (spacy-transformers, and transformers with it), seconds at the
+    start of each `convert` that runs no pipeline."""
+    import subprocess
+    import sys
+
+    path = _write(tmp_path, "tiny.conll", "Hello\tO\nParis\tB-location\n12\tO\n\n")
+    code = (
+        "import sys; from spacy_entangle.converters.conll_ner import conll_to_docs; "
+        f"doc = conll_to_docs({str(path)!r}, 'en')[0]; "
+        "print(doc.vocab.lang, [t.like_num for t in doc], [e.text for e in doc.ents], "
+        "'transformers' in sys.modules, 'spacy_transformers' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["en", "[False,", "False,", "True]", "['Paris']", "False", "False"]
+    blank = spacy.blank("en").vocab
+    assert blank.lang == "en" and blank["12"].like_num
