@@ -78,10 +78,13 @@ format: venv
 	$(BIN)/ruff format .
 
 # the two venvs install side by side and lint (mypy: one core) runs as soon as its venv is
-# there, beside the other install; then the suites, one after another (each fills the 2 cores)
+# there, beside the other install; then the full suite (it fills the 2 cores), then the core
+# suite with the cross-version check beside it: that one is a chain of single processes, one
+# core busy at a time, and the core suite's workers take up what it leaves
 test:
 	$(MAKE) -j2 --output-sync=target lint venv-core
-	$(MAKE) test-full test-core test-cross
+	$(MAKE) test-full
+	$(MAKE) -j2 --output-sync=target test-core test-cross
 
 # two pytest-xdist workers of one torch thread each fill the 2 cores (each test file whole in one
 # worker: tests/conftest.py's xdist groups), handed out in collection order, where
