@@ -77,14 +77,13 @@ format: venv
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# the two venvs install side by side and lint (mypy: one core) runs as soon as its venv is
-# there, beside the other install; then the full suite (it fills the 2 cores), then the core
-# suite with the cross-version check beside it: that one is a chain of single processes, one
-# core busy at a time, and the core suite's workers take up what it leaves
+# Packed for 2 cores (CI's time): the core suite runs while the full venv installs (pip waits on
+# disk and network more than it computes; the core venv, the smaller, is ready first), then
+# lint and the cross-version check beside the full suite: mypy and the check are single
+# processes that would otherwise leave a core idle at a step of their own
 test:
-	$(MAKE) -j2 --output-sync=target lint venv-core
-	$(MAKE) test-full
-	$(MAKE) -j2 --output-sync=target test-core test-cross
+	$(MAKE) -j2 --output-sync=line venv test-core
+	$(MAKE) -j3 --output-sync=line lint test-full test-cross
 
 # two pytest-xdist workers of one torch thread each fill the 2 cores (each test file whole in one
 # worker: tests/conftest.py's xdist groups), handed out in collection order, where
