@@ -1,10 +1,10 @@
 # The two set-up commands of the README:
 #   make wnut   - the main job: train, evaluate, package and install en_entangle_wnut (CPU preset)
-#   make test   - ruff and mypy (make lint), then the test suite (tests/ and research/tests/: setup.cfg's
-#                 testpaths), twice: the full suite in .venv
-#                 (transformers 4.x, which spacy-transformers 1.4 pins) and the core suite in
-#                 .venv-core (the library alone, so pip resolves the newest transformers setup.cfg allows: 5.x)
-#                 and a pipeline saved in each venv loaded in the other (make test-cross)
+#   make test   - the test suite (tests/ and research/tests/: setup.cfg's testpaths), twice: the
+#                 full suite in .venv (transformers 4.x, which spacy-transformers 1.4 pins) and the
+#                 core suite in .venv-core (the library alone, so pip resolves the newest
+#                 transformers setup.cfg allows: 5.x); ruff and mypy (make lint); a pipeline saved
+#                 in each venv loaded in the other (make test-cross)
 # They create the virtual environments first if they are missing.
 
 PYTHON ?= python3
@@ -77,13 +77,14 @@ format: venv
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# Packed for 2 cores (CI's time): the core suite runs while the full venv installs (pip waits on
-# disk and network more than it computes; the core venv, the smaller, is ready first), then
-# lint and the cross-version check beside the full suite: mypy and the check are single
-# processes that would otherwise leave a core idle at a step of their own
+# Packed for 2 cores (CI's time): the venvs install side by side, and lint (mypy: one process)
+# and the core suite run as soon as theirs is there, beside what is left of the other install
+# (pip waits on disk and network more than it computes); then the full suite with the
+# cross-version check beside it (a chain of single processes that would leave a core idle at a
+# step of its own)
 test:
-	$(MAKE) -j2 --output-sync=line venv test-core
-	$(MAKE) -j3 --output-sync=line lint test-full test-cross
+	$(MAKE) -j3 --output-sync=target lint test-core
+	$(MAKE) -j2 --output-sync=line test-full test-cross
 
 # two pytest-xdist workers of one torch thread each fill the 2 cores (each test file whole in one
 # worker: tests/conftest.py's xdist groups), handed out in collection order, where

@@ -97,29 +97,31 @@ def wnut17_dir(shared_data) -> Path:
 # worker, as the files' module fixtures expect (its xdist group below).
 #
 # The two venvs differ only in transformers and tokenizers, so the core suite (`make test-core`,
-# the newest transformers) runs only the tests whose result can depend on them, marked `backbone`:
-# the folders that test the code facing transformers, and elsewhere every test that builds a
-# backbone from one of the fixtures below. The rest (converters, noise, docs, the project's
-# scripts) would run the same code twice.
-_BACKBONE_FOLDERS = (
+# the newest transformers) runs only the tests of the code that calls them, marked `backbone`:
+# loading and building backbones, the models and the thinc shim that run them, tokenization and
+# alignment, pretraining, and a pipeline saved, loaded and rebuilt from its files. The rest
+# (components, listeners, configs, CLIs, converters, noise, docs, the project's scripts) reach
+# transformers only through those and would run the same spaCy and thinc code twice; a
+# pipeline saved under one transformers and loaded under the other is `make test-cross`'s.
+_BACKBONE_PATHS = (
     "tests/backbone_dirs/",
-    "tests/cli/",
     "tests/layers/",
     "tests/modeling/",
-    "tests/pipeline/",
     "tests/pretraining/",
     "tests/tokenization/",
+    "tests/pipeline/test_pipeline.py",
+    "tests/pipeline/test_saved_compat.py",
+    "tests/pipeline/test_saved_windows.py",
     "tests/test_architectures.py",
     "tests/test_versions.py",
 )
-_BACKBONE_FIXTURES = {"bert_dir", "canine_dir", "grown_dir", "minilm_dir", "roberta_dir"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     for item in items:
         path = item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(path))
-        if path.startswith(_BACKBONE_FOLDERS) or _BACKBONE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if path.startswith(_BACKBONE_PATHS):
             item.add_marker(pytest.mark.backbone)
     items[:] = _slow_files_first(items)
 
