@@ -393,6 +393,29 @@ def resumable_overrides(output: Path, eval_frequency: int) -> List[str]:
     ]
 
 
+def finished(output: Path) -> bool:
+    """A curve run that ran to its end: train-one clears the resume state after it."""
+    return not (output / OPTIMIZER_STATES).exists() and (output / "model-best").exists()
+
+
+def score_final(output: Path, curve: Path, max_steps: int, extra_dev: Sequence[str]) -> None:
+    """Append the point of the final weights (model-last) to the curve of a run whose last step
+    was not an evaluation: a resumed run's, whose loop counts its evaluations from the step it
+    resumed at (spacy_entangle.training.final_point says why and what is extrapolated)."""
+    import spacy
+
+    from spacy_entangle.training.curve import final_point, read_curve
+
+    points = read_curve(curve) if curve.exists() else []
+    if not points or int(points[-1]["step"]) >= max_steps or not (output / "model-last").exists():
+        return
+    sets = {name: Path(path) for name, _, path in (item.partition("=") for item in extra_dev)}
+    point = final_point(spacy.load(output / "model-last"), points, max_steps, sets)
+    with curve.open("a", encoding="utf8") as stream:
+        stream.write(json.dumps(point) + "\n")
+    print(f"✔ the final weights (step {max_steps}), unscored by the resumed loop: {pct(point['score'], 2)} -> {curve}")
+
+
 def resume_overrides(
     output: Path, curve: Path, max_steps: int, dry_run: bool = False
 ) -> Optional[Tuple[List[str], int]]:
@@ -411,7 +434,7 @@ def resume_overrides(
     last = int(points[-1]["step"])
     state = state_path(output / OPTIMIZER_STATES, last)
     if not (state / "state.json").exists():
-        if not (output / OPTIMIZER_STATES).exists() and (output / "model-best").exists():
+        if finished(output):
             print(f"ℹ --resume: {output} finished (its curve ends at step {last}): nothing to resume", flush=True)
             raise typer.Exit(code=0)
         raise SystemExit(
@@ -502,10 +525,12 @@ def train_one(
         given = [o.partition("=")[2] for o in override if o.startswith("training.eval_frequency=")]
         frequency = int(given[-1]) if given else eval_frequency or _config_training(config, "eval_frequency") or 200
         override += resumable_overrides(output, frequency)
+    total = (max_steps or _config_training(config, "max_steps")) if curve is not None else None
     if resume == "yes" and curve is not None:
-        total = max_steps or _config_training(config, "max_steps")
         if not total:
             raise SystemExit("variants.py: --resume needs the run's --max-steps (the config has none)")
+        if finished(output) and not dry_run:  # one trained before the final point was scored
+            score_final(output, curve, total, extra_dev)
         resumed = resume_overrides(output, curve, total, dry_run)
         if resumed is not None:
             override += resumed[0]
@@ -536,6 +561,9 @@ def train_one(
     rc = subprocess.run(cmd).returncode
     if rc:
         raise typer.Exit(code=rc)
+    waited = patience if patience is not None else _config_training(config, "patience")
+    if curve is not None and total and (not waited or waited >= total):  # patience cannot have ended it
+        score_final(output, curve, total, extra_dev)
     for done in (output / OPTIMIZER_STATES, output / RESUMED):  # a finished run continues no more
         shutil.rmtree(done, ignore_errors=True)
 

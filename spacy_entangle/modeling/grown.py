@@ -179,8 +179,7 @@ class GrownCharModel(PreTrainedModel):
     """See the module docstring. ``front_end`` maps spellings to word vectors alone (the
     type-level pretraining stage uses it); ``forward`` is the whole encoder."""
 
-    # transformers declares ``config_class = None`` unannotated, so mypy takes its type to be None
-    config_class = GrownCharConfig  # type: ignore[assignment]
+    config_class = GrownCharConfig
     config: GrownCharConfig
     base_model_prefix = "grown"
     main_input_name = "input_ids"

@@ -26,7 +26,8 @@ from spacy.language import Language
 from spacy.tokens import DocBin
 from spacy.training import Corpus
 from spacy.training.loggers import console_logger
-from spacy.util import registry
+from spacy.training.loop import create_evaluation_callback
+from spacy.util import registry, resolve_dot_names
 
 LogStep = Callable[[Optional[Dict[str, Any]]], None]
 
@@ -190,6 +191,55 @@ def curve_logger(
         return log_step, finalize
 
     return setup
+
+
+# the fields of a final point that a loaded pipeline cannot know (a logger measures them)
+EXTRAPOLATED = ("epoch", "words", "passes", "seconds", "cpu_seconds")
+
+
+def final_point(nlp: Language, points: List[Dict[str, Any]], step: int, extra_dev: Dict[str, Path]) -> Dict[str, Any]:
+    """The curve point of a run's final weights (``nlp``, e.g. its model-last), for a run whose
+    last step was not an evaluation. Why: spaCy's loop evaluates every ``eval_frequency`` steps
+    of its own count, and a resumed loop's count starts one step after the interrupted run's
+    last evaluation, so the end of the schedule, where the learning rate reaches 0, would go
+    unscored. Dev (the config's dev corpus and score weights, as spaCy's loop scores it) and
+    each ``extra_dev`` corpus (read as dev is) are scored as at an evaluation. What only the
+    training loop measures is extrapolated from the curve's last two points at their rate per
+    step (the epoch kept), and named under ``extrapolated``; the losses are not known."""
+    if not points:
+        raise ValueError("final_point: the curve has no point to count on from")
+    last = points[-1]
+    if step <= int(last["step"]):
+        raise ValueError(f"final_point: step {step} is not after the curve's last point ({last['step']})")
+    config = nlp.config.interpolate()
+    dev = resolve_dot_names(config, [config["training"]["dev_corpus"]])[0]
+    score, scores = create_evaluation_callback(nlp, dev, config["training"]["score_weights"])()
+    reader = _dev_reader_settings(config)
+    extra = {name: _floats(nlp.evaluate(list(Corpus(p, **reader)(nlp)))) for name, p in extra_dev.items()}
+    before = points[-2] if len(points) > 1 else None
+
+    def at_step(key: str) -> Optional[float]:
+        value = last.get(key)
+        if value is None or before is None or before.get(key) is None:
+            return value
+        rate = (value - before[key]) / (int(last["step"]) - int(before["step"]))
+        return value + rate * (step - int(last["step"]))
+
+    words, seconds, cpu = at_step("words"), at_step("seconds"), at_step("cpu_seconds")
+    per_pass = last["words"] / last["passes"] if last.get("passes") and last.get("words") else None
+    return {
+        "step": step,
+        "epoch": last.get("epoch"),
+        "words": None if words is None else int(words),
+        "passes": round(words / per_pass, 4) if words is not None and per_pass else None,
+        "seconds": None if seconds is None else round(seconds, 1),
+        "cpu_seconds": None if cpu is None else round(cpu, 1),
+        "score": score,
+        "losses": {},
+        "scores": {"dev": _floats(scores), **extra},
+        "final": True,
+        "extrapolated": list(EXTRAPOLATED),
+    }
 
 
 def _main(scores: Dict[str, Any], weighted: List[str]) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import spacy
 from _weasel import offline_env
+from spacy.cli.evaluate import evaluate
 from spacy.tokens import Doc, DocBin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,20 +137,6 @@ def test_spacy_train_cpu_config(task, score, corpora, canine_dir, bert_dir, tmp_
     nlp = spacy.load(out / "model-last", config={"components": {"entangle": {"store_output": True}}})
     doc = nlp("RT @user: watching Star Wars in London 😀 #fun")
     assert doc._.entangle is not None  # kept when the load config asks for it
-    ev = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "spacy",
-            "evaluate",
-            str(out / "model-last"),
-            str(corpora / f"{task}_dev.spacy"),
-            "--output",
-            str(tmp_path / "metrics.json"),
-        ],
-        capture_output=True,
-        text=True,
-        env=offline_env(),
-    )
-    assert ev.returncode == 0, ev.stderr[-2000:]
+    # spaCy's `evaluate` command in this process (the trained pipeline is loaded here above)
+    evaluate(str(out / "model-last"), corpora / f"{task}_dev.spacy", output=tmp_path / "metrics.json")
     assert score in json.loads((tmp_path / "metrics.json").read_text())

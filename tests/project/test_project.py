@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 import srsly
 from _weasel import offline_env, weasel
+from spacy.cli._util import app as spacy_app
+from typer.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ROOT / "project"
@@ -742,7 +744,7 @@ def test_variants_resume_and_retrain(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 @needs_wnut
-def test_wnut_project_end_to_end(tmp_path):
+def test_wnut_project_end_to_end(tmp_path, monkeypatch):
     """The main job on tiny backbones: data, backbones, corpus, train (+ its evaluation),
     package (weasel for real), then the wheel installed into a temporary folder and loaded by
     name in a fresh process; then the `baseline` workflow's train-baseline, the noisy dev
@@ -843,31 +845,23 @@ def test_wnut_project_end_to_end(tmp_path):
     assert all(0.0 <= s <= 1.0 for s in installed["scores"])
     assert installed["location"].startswith(str(site))
     assert installed["labels"] == ["corporation", "creative-work", "group", "location", "person", "product"]
-    # spaCy's own tools on the packaged pipeline: `benchmark speed` by name, and
-    # `debug model` on its config (the backbones back in place: debug model builds from config)
+    # spaCy's own tools on the packaged pipeline, through spaCy's CLI in this process (the
+    # fresh process above is the by-name load's proof): `benchmark speed` by name, from the
+    # install folder, and `debug model` on its config (the backbones back in place: debug
+    # model builds from config, with paths relative to the project)
     aside.rename(project / "backbones")
     dev = str(project / "corpus" / "dev.spacy")
-    speed = [sys.executable, "-m", "spacy", "benchmark", "speed", "en_entangle_wnut", dev]
-    r = subprocess.run(
-        speed + ["--batches", "30", "-b", "4", "-w", "1"], cwd=elsewhere, capture_output=True, text=True, env=env
+    monkeypatch.syspath_prepend(str(site))
+    speed = CliRunner().invoke(
+        spacy_app, ["benchmark", "speed", "en_entangle_wnut", dev, "--batches", "30", "-b", "4", "-w", "1"]
     )
-    assert r.returncode == 0 and "words/s" in r.stdout, r.stdout + r.stderr
+    assert speed.exit_code == 0 and "words/s" in speed.output, speed.output + repr(speed.exception)
     config = site / "en_entangle_wnut" / "en_entangle_wnut-0.0.1" / "config.cfg"
-    debug = [
-        sys.executable,
-        "-m",
-        "spacy",
-        "debug",
-        "model",
-        str(config),
-        "ner",
-        "--paths.train",
-        dev,
-        "--paths.dev",
-        dev,
-    ]
-    r = subprocess.run(debug, cwd=project, capture_output=True, text=True, env=env)
-    assert r.returncode == 0 and "model looks good" in r.stdout, r.stdout + r.stderr
+    monkeypatch.chdir(project)
+    debug = CliRunner().invoke(
+        spacy_app, ["debug", "model", str(config), "ner", "--paths.train", dev, "--paths.dev", dev]
+    )
+    assert debug.exit_code == 0 and "model looks good" in " ".join(debug.output.split()), debug.output
     # the baseline workflow's own commands on the same tiny subword backbone
     for command in ["train-baseline", "noisy-dev", "evaluate-noisy", "compare"]:
         _, out = weasel(project, command, v, env=TINY_ENV)

@@ -163,8 +163,8 @@ def test_a_curve_run_killed_halfway_finishes_its_schedule(tmp_path, shared_data,
     """`variants.py train-one --curve` to 30 steps, killed (the whole process group, as the end
     of a session does) once its curve has a point past step 3; then `--resume yes`: the curve
     goes on after the last point with the words, epochs and seconds counted on, the learning
-    rate where the 30-step schedule puts it, and the state a resume needs cleared once the run
-    is done."""
+    rate where the 30-step schedule puts it, the final step scored, and the state a resume needs
+    cleared once the run is done."""
     docs = _wnut(shared_data / "wnut17" / "train.conll", 24)
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -197,8 +197,15 @@ def test_a_curve_run_killed_halfway_finishes_its_schedule(tmp_path, shared_data,
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     after = read_curve(curve)
     assert after[: len(before)] == before
-    steps = [p["step"] for p in after[len(before) :]]
+    steps = [p["step"] for p in after[len(before) : -1]]
     assert steps and steps[0] == last + 1 and all(b - a == 3 for a, b in zip(steps, steps[1:])) and steps[-1] >= 27
+    # the resumed loop evaluates at LAST + 1 + 3k, never at the schedule's step 30: the final
+    # weights (model-last) are scored after the run, their cost extrapolated and said so
+    final = after[-1]
+    assert final["step"] == 30 > steps[-1] and final["final"] and "cpu_seconds" in final["extrapolated"]
+    assert set(final["scores"]) == {"dev", "noisy"} and "ents_f" in final["scores"]["noisy"]
+    assert final["score"] == final["scores"]["dev"]["ents_f"]  # ner_cpu.cfg weighs ents_f alone
+    assert "the final weights (step 30)" in resumed.stdout
     for key in ("words", "epoch", "cpu_seconds"):  # (spaCy's own clock counts whole seconds)
         assert [p[key] for p in after] == sorted(p[key] for p in after), key
     assert after[len(before)]["seconds"] >= before[-1]["seconds"]
