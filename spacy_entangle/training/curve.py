@@ -27,7 +27,7 @@ from spacy.tokens import DocBin
 from spacy.training import Corpus
 from spacy.training.loggers import console_logger
 from spacy.training.loop import create_evaluation_callback
-from spacy.util import registry, resolve_dot_names
+from spacy.util import registry
 
 LogStep = Callable[[Optional[Dict[str, Any]]], None]
 
@@ -204,25 +204,30 @@ def final_point(nlp: Language, points: List[Dict[str, Any]], step: int, extra_de
     last evaluation, so the end of the schedule, where the learning rate reaches 0, would go
     unscored. Dev (the config's dev corpus and score weights, as spaCy's loop scores it) and
     each ``extra_dev`` corpus (read as dev is) are scored as at an evaluation. What only the
-    training loop measures is extrapolated from the curve's last two points at their rate per
-    step (the epoch kept), and named under ``extrapolated``; the losses are not known."""
+    training loop measures is extrapolated at the curve's mean rate per step, first point to last
+    (a rate over two neighbouring points can span a resume's start-up), the epoch kept; those
+    fields are named under ``extrapolated``, and the losses are not known."""
     if not points:
         raise ValueError("final_point: the curve has no point to count on from")
     last = points[-1]
     if step <= int(last["step"]):
         raise ValueError(f"final_point: step {step} is not after the curve's last point ({last['step']})")
     config = nlp.config.interpolate()
-    dev = resolve_dot_names(config, [config["training"]["dev_corpus"]])[0]
+    # the dev reader alone: resolving its whole section would need the train corpus's path too
+    block: Any = config
+    for part in config["training"]["dev_corpus"].split("."):
+        block = block[part]
+    dev = registry.resolve({"reader": block})["reader"]
     score, scores = create_evaluation_callback(nlp, dev, config["training"]["score_weights"])()
     reader = _dev_reader_settings(config)
     extra = {name: _floats(nlp.evaluate(list(Corpus(p, **reader)(nlp)))) for name, p in extra_dev.items()}
-    before = points[-2] if len(points) > 1 else None
+    first = points[0] if len(points) > 1 else None
 
     def at_step(key: str) -> Optional[float]:
         value = last.get(key)
-        if value is None or before is None or before.get(key) is None:
+        if value is None or first is None or first.get(key) is None:
             return value
-        rate = (value - before[key]) / (int(last["step"]) - int(before["step"]))
+        rate = (value - first[key]) / (int(last["step"]) - int(first["step"]))
         return value + rate * (step - int(last["step"]))
 
     words, seconds, cpu = at_step("words"), at_step("seconds"), at_step("cpu_seconds")

@@ -12,7 +12,7 @@ from _weasel import offline_env
 from spacy.tokens import Doc, DocBin
 
 from spacy_entangle.noise import perturb_corpus
-from spacy_entangle.training import count_words, read_curve
+from spacy_entangle.training import count_words, final_point, read_curve
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -116,3 +116,32 @@ def test_a_missing_extra_corpus_is_named(tmp_path):
 
     with pytest.raises(ValueError, match="nowhere.spacy"):
         curve_logger(str(tmp_path / "c.jsonl"), extra_dev={"x": str(tmp_path / "nowhere.spacy")})
+
+
+def test_the_final_point_scores_the_weights_and_extrapolates_the_cost_at_the_mean_rate(tmp_path):
+    """A run's final weights: dev (the config's corpus and weights) and the extra corpora scored
+    as at an evaluation; words, passes and seconds at the curve's mean rate per step, not the
+    rate of the last two points (here a resume's start-up between steps 100 and 101)."""
+    dev = tmp_path / "dev.spacy"
+    blank = spacy.blank("en")
+    DocBin(docs=[blank.make_doc("a tweet"), blank.make_doc("another one here")]).to_disk(dev)
+    config = blank.config
+    config["paths"]["dev"] = str(dev)
+    nlp = spacy.util.load_model_from_config(config)
+    points = [
+        {"step": 0, "epoch": 0, "words": 0, "passes": 0.0, "seconds": 0.0, "cpu_seconds": 0.0},
+        {"step": 100, "epoch": 0, "words": 1000, "passes": 0.5, "seconds": 11.0, "cpu_seconds": 9.0},
+        {"step": 101, "epoch": 1, "words": 1010, "passes": 0.505, "seconds": 31.0, "cpu_seconds": 21.0},
+    ]
+    point = final_point(nlp, points, 200, {"noisy": dev})
+    assert point["step"] == 200 and point["final"] is True and point["epoch"] == 1 and point["losses"] == {}
+    assert point["words"] == 1010 + 99 * 10 and point["passes"] == pytest.approx(1.0)
+    assert point["seconds"] == round(31.0 + 99 * 31.0 / 101, 1) and point["cpu_seconds"] == round(
+        21.0 + 99 * 21.0 / 101, 1
+    )
+    assert set(point["extrapolated"]) == {"epoch", "words", "passes", "seconds", "cpu_seconds"}
+    assert point["scores"]["dev"]["token_acc"] == 1.0 and point["scores"]["noisy"] == point["scores"]["dev"]
+    with pytest.raises(ValueError, match="not after the curve's last point"):
+        final_point(nlp, points, 101, {})
+    with pytest.raises(ValueError, match="no point"):
+        final_point(nlp, [], 5, {})
