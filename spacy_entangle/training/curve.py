@@ -45,13 +45,18 @@ def count_words(path: Path) -> int:
     return sum(len(doc) for doc in DocBin().from_disk(path).get_docs(Vocab()))
 
 
+def _block(config: Dict[str, Any], dot_name: str) -> Dict[str, Any]:
+    """The config block a dot name such as ``corpora.dev`` names ({} where there is none)."""
+    section: Any = config
+    for part in dot_name.split("."):
+        section = section.get(part, {}) if isinstance(section, dict) else {}
+    return section if isinstance(section, dict) else {}
+
+
 def _dev_reader_settings(config: Dict[str, Any]) -> Dict[str, Any]:
     """The dev reader's own settings (gold_preproc, max_length), so that an extra corpus is
     read the way dev is: Tweebank scores UD's own tokens, a noisy copy must too."""
-    dot = config["training"]["dev_corpus"].split(".")
-    section: Any = config
-    for part in dot:
-        section = section.get(part, {}) if isinstance(section, dict) else {}
+    section = _block(config, config["training"]["dev_corpus"])
     return {key: section[key] for key in ("gold_preproc", "max_length") if key in section}
 
 
@@ -214,10 +219,7 @@ def final_point(nlp: Language, points: List[Dict[str, Any]], step: int, extra_de
         raise ValueError(f"final_point: step {step} is not after the curve's last point ({last['step']})")
     config = nlp.config.interpolate()
     # the dev reader alone: resolving its whole section would need the train corpus's path too
-    block: Any = config
-    for part in config["training"]["dev_corpus"].split("."):
-        block = block[part]
-    dev = registry.resolve({"reader": block})["reader"]
+    dev = registry.resolve({"reader": _block(config, config["training"]["dev_corpus"])})["reader"]
     score, scores = create_evaluation_callback(nlp, dev, config["training"]["score_weights"])()
     reader = _dev_reader_settings(config)
     extra = {name: _floats(nlp.evaluate(list(Corpus(p, **reader)(nlp)))) for name, p in extra_dev.items()}
@@ -254,10 +256,7 @@ def _main(scores: Dict[str, Any], weighted: List[str]) -> str:
 
 
 def _corpus_path(config: Dict[str, Any], dot_name: str) -> Optional[Path]:
-    section: Any = config
-    for part in dot_name.split("."):
-        section = section.get(part) if isinstance(section, dict) else None
-    path = section.get("path") if isinstance(section, dict) else None
+    path = _block(config, dot_name).get("path")
     if path and Path(path).suffix == ".spacy" and Path(path).exists():
         return Path(path)
     return None
