@@ -47,6 +47,7 @@ PLOT = HERE.parent / "docs" / "results" / "curves.png"
 NOISY = "dev_noise0.5"
 # a curve has levelled off when its best clean score came before the last fifth of the run
 LEVELLED = 0.8
+GRID = 100  # the curves score every 100 or 200 steps
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,13 @@ class Summary:
     passes_at_best: Optional[float]
     cpu_minutes_at_best: float
     cpu_minutes_total: float
+
+    @property
+    def budget(self) -> int:
+        """The best step on the scoring grid (whole hundreds): a loop resumed from a saved state
+        counts on from it, so it scores one step past the grid (1,001, 2,001), and a budget whose
+        seeds are run from scratch ends on the grid."""
+        return max(GRID, GRID * round(self.best_step / GRID))
 
     @property
     def levelled(self) -> bool:
@@ -276,9 +284,9 @@ def verdict_lines(curves: List[Summary], rows: List[BudgetRow]) -> List[str]:
         if recipe.variant not in held or "baseline" not in held:
             continue
         title = held["baseline"].curve.title
-        picked = {v: pick_row(rows, task, v, held[v].best_step) for v in (recipe.variant, "baseline")}
+        picked = {v: pick_row(rows, task, v, held[v].budget) for v in (recipe.variant, "baseline")}
         cells = [
-            f"`{v}` {held[v].best_step}"
+            f"`{v}` {held[v].budget}"
             + ("" if held[v].levelled else " (its curve has not levelled off)")
             + ", "
             + (", ".join(map(str, r.seeds)) if r else "not run")

@@ -58,6 +58,17 @@ def test_summarise_takes_the_earliest_best_and_says_whether_the_curve_levelled_o
         curves.summarise(wnut, [])
 
 
+def test_the_budget_is_the_best_step_on_the_scoring_grid():
+    """A loop resumed from a saved state scores one step past the grid (2,001): the seeds of
+    that budget are run from scratch, to 2,000."""
+    wnut = next(c for c in curves.CURVES if c.task == "wnut17" and c.role == "entangle")
+    points = [_point(0, 0.0, 0.0, 1), _point(1800, 0.5, 0.4, 60), _point(2001, 0.56, 0.45, 70)]
+    points.append(_point(2601, 0.54, 0.4, 90))
+    assert curves.summarise(wnut, points).budget == 2000
+    assert curves.summarise(wnut, points[:2]).budget == 1800
+    assert curves.summarise(wnut, points[:1]).budget == 100  # never a budget of no steps
+
+
 def test_collect_copies_each_projects_curve_and_render_writes_the_table(tmp_path):
     root = tmp_path / "project"
     _write(
