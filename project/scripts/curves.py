@@ -22,7 +22,10 @@ of each run (the checkpoint spaCy keeps as model-best) and of the score at noise
 The shipped recipe's and the baseline's seeds at the old 600-step budget come from
 meta/selection.json (the same measurement, made by `variants.py`). Between the page's `verdict`
 markers `render` writes, per task whose curves both ran, the task's recipe against the baseline,
-each from its seeds at the budget read off its own curve, against the task's bar (BARS).
+each from its seeds at the budget read off its own curve, against the task's bar (BARS), and
+between the `parity-at-budget` markers of docs/results/tasks.md and of the README the same
+pairs as a paper-parity table (clean and at noise 0.5, mean ± sample std over seeds, the
+paper's figures from meta/paper_parity.json where it reports the task).
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ META = HERE / "meta" / "curves"
 BUDGET = HERE / "meta" / "budget"
 SELECTION = HERE / "meta" / "selection.json"
 PAGE = HERE.parent / "docs" / "results" / "curves.md"
+TASKS_PAGE = HERE.parent / "docs" / "results" / "tasks.md"
+README = HERE.parent / "README.md"
+PARITY = HERE / "meta" / "paper_parity.json"  # the paper's figures ("paper")
 PLOT = HERE.parent / "docs" / "results" / "curves.png"
 NOISY = "dev_noise0.5"
 # a curve has levelled off when its best clean score came before the last fifth of the run
@@ -269,6 +275,54 @@ def pick_row(rows: List[BudgetRow], task: str, variant: str, steps: int) -> Opti
     return max(found, key=lambda r: len(r.seeds)) if found else None
 
 
+@dataclass(frozen=True)
+class Pair:
+    """A task's recipe and its baseline, each at the budget read off its own curve, with
+    their seeds there (None: not run yet)."""
+
+    task: str
+    title: str
+    score_name: str
+    recipe: Summary
+    baseline: Summary
+    recipe_seeds: Optional[BudgetRow]
+    baseline_seeds: Optional[BudgetRow]
+
+    def cells(self) -> List[str]:
+        """`variant` budget (its curve has not levelled off), seeds: one per model."""
+        return [
+            f"`{s.curve.variant}` {s.budget}"
+            + ("" if s.levelled else " (its curve has not levelled off)")
+            + ", "
+            + (", ".join(map(str, r.seeds)) if r else "not run")
+            for s, r in ((self.recipe, self.recipe_seeds), (self.baseline, self.baseline_seeds))
+        ]
+
+
+def pairs(curves: List[Summary], rows: List[BudgetRow]) -> List[Pair]:
+    """Per task whose curves both ran: its recipe (the first entangle curve of CURVES) and the
+    baseline, each with its seeds at its own budget."""
+    out = []
+    for task in dict.fromkeys(c.task for c in CURVES):
+        recipe = next(c for c in CURVES if c.task == task and c.role == "entangle")
+        held = {s.curve.variant: s for s in curves if s.curve.task == task}
+        if recipe.variant not in held or "baseline" not in held:
+            continue
+        ent, base = held[recipe.variant], held["baseline"]
+        out.append(
+            Pair(
+                task,
+                base.curve.title,
+                base.curve.score_name,
+                ent,
+                base,
+                pick_row(rows, task, ent.curve.variant, ent.budget),
+                pick_row(rows, task, "baseline", base.budget),
+            )
+        )
+    return out
+
+
 def verdict_lines(curves: List[Summary], rows: List[BudgetRow]) -> List[str]:
     """Per task: its recipe against the baseline, each at the budget read off its own curve (the
     step of its best clean dev score), from their seeds there, against the task's bar."""
@@ -278,25 +332,13 @@ def verdict_lines(curves: List[Summary], rows: List[BudgetRow]) -> List[str]:
         "|---|---|---|---:|---:|---:|---|---|",
     ]
     lines = []
-    for task in dict.fromkeys(c.task for c in CURVES):
-        recipe = next(c for c in CURVES if c.task == task and c.role == "entangle")
-        held = {s.curve.variant: s for s in curves if s.curve.task == task}
-        if recipe.variant not in held or "baseline" not in held:
-            continue
-        title = held["baseline"].curve.title
-        picked = {v: pick_row(rows, task, v, held[v].budget) for v in (recipe.variant, "baseline")}
-        cells = [
-            f"`{v}` {held[v].budget}"
-            + ("" if held[v].levelled else " (its curve has not levelled off)")
-            + ", "
-            + (", ".join(map(str, r.seeds)) if r else "not run")
-            for v, r in picked.items()
-        ]
-        margin, ratio = BARS.get(task, BAR)
+    for pair in pairs(curves, rows):
+        cells = pair.cells()
+        margin, ratio = BARS.get(pair.task, BAR)
         bar = f"{margin:+.1f}, <= {ratio}x"
-        ent, base = picked[recipe.variant], picked["baseline"]
+        ent, base = pair.recipe_seeds, pair.baseline_seeds
         if ent is None or base is None:
-            lines.append(f"| {title} | {cells[0]} | {cells[1]} | | | | {bar} | not yet |")
+            lines.append(f"| {pair.title} | {cells[0]} | {cells[1]} | | | | {bar} | not yet |")
             continue
         clean = 100 * (ent.clean[0] - base.clean[0])
         noisy = 100 * (ent.noisy[0] - base.noisy[0])
@@ -307,9 +349,53 @@ def verdict_lines(curves: List[Summary], rows: List[BudgetRow]) -> List[str]:
         few = " (fewer than 3 seeds)" if min(len(ent.seeds), len(base.seeds)) < 3 else ""
         met = ("yes" if not missed else "no: " + ", ".join(missed)) + few
         lines.append(
-            f"| {title} | {cells[0]} | {cells[1]} | {clean:+.1f} | {noisy:+.1f} | {drop:.2f}x | {bar} | {met} |"
+            f"| {pair.title} | {cells[0]} | {cells[1]} | {clean:+.1f} | {noisy:+.1f} | {drop:.2f}x | {bar} | {met} |"
         )
     return head + lines if lines else ["No task has both curves yet."]
+
+
+# the paper's figures of a task (meta/paper_parity.json's "paper", by its row key there)
+PAPER_KEYS = {"wnut17": "wnut17"}
+
+
+def parity_lines(curves: List[Summary], rows: List[BudgetRow], paper: Dict[str, Any]) -> List[str]:
+    """The paper-parity table at each model's own budget: per task, the clean score and the score
+    at noise 0.5 of its recipe and of the baseline (mean ± sample std over seeds), beside the
+    paper's figures where it reports the task (its test split, its larger encoders)."""
+    head = [
+        "| task | score | paper: entangle | paper: baseline | ours: recipe, steps | ours: recipe "
+        "| ours: baseline, steps | ours: baseline | ours − baseline |",
+        "|---|---|---:|---:|---|---:|---|---:|---:|",
+    ]
+
+    def pm(row: BudgetRow, value: MeanSd) -> str:
+        spread = f" ± {100 * value[1]:.1f}" if len(row.seeds) > 1 else ""
+        return f"{100 * value[0]:.1f}{spread} ({len(row.seeds)})"
+
+    lines = []
+    for pair in pairs(curves, rows):
+        ent, base = pair.recipe_seeds, pair.baseline_seeds
+        if ent is None or base is None:
+            continue
+        figures = paper.get(PAPER_KEYS.get(pair.task, ""), {})
+        for score, field, printed in (
+            (pair.score_name, "clean", figures),
+            (f"{pair.score_name}, noise 0.5", "noisy", {}),
+        ):
+            mine, theirs = getattr(ent, field), getattr(base, field)
+            cells = [
+                pair.title,
+                score,
+                f"{printed['entangle']:.2f}" if "entangle" in printed else "–",
+                f"{printed['baseline']:.2f}" if "baseline" in printed else "–",
+                f"`{ent.variant}` {ent.steps:,}",
+                pm(ent, mine),
+                f"`{base.variant}` {base.steps:,}",
+                pm(base, theirs),
+                f"{100 * (mine[0] - theirs[0]):+.1f}",
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    return head + lines if lines else ["No task has the seeds of both models at their budgets yet."]
 
 
 @app.command()
@@ -332,17 +418,27 @@ def render(
     budget: Path = typer.Option(BUDGET, "--budget"),
     selection: Path = typer.Option(SELECTION, "--selection"),
     page: Path = typer.Option(PAGE, "--page"),
+    tasks_page: Path = typer.Option(TASKS_PAGE, "--tasks-page", help="the paper tasks' page (its parity table)"),
+    readme: Path = typer.Option(README, "--readme", help="the front page (the same parity table)"),
+    parity: Path = typer.Option(PARITY, "--parity", help="the paper's figures (its `paper` entries)"),
     check: bool = typer.Option(False, "--check", help="fail when the page's table is not what the files give"),
 ) -> None:
-    """Write the curves' summary table between the page's `curves` markers, and the seeds at
-    the chosen budgets between its `budget` markers."""
-    lines = render_table(summaries(meta)).rstrip("\n").split("\n")
-    write_marked_block(page, "curves", lines, meta, "python scripts/curves.py render (in project/)", check)
+    """Write the curves' summary table between the page's `curves` markers, the seeds at the
+    chosen budgets between its `budget` markers, the verdict between its `verdict` markers, and
+    the paper-parity table at each model's budget between the `parity-at-budget` markers of
+    the tasks page and of the README."""
+    command = "python scripts/curves.py render (in project/)"
+    curves = summaries(meta)
+    lines = render_table(curves).rstrip("\n").split("\n")
+    write_marked_block(page, "curves", lines, meta, command, check)
     seeds = budget_rows(budget, selection)
     rows = render_budget(seeds).rstrip("\n").split("\n")
-    write_marked_block(page, "budget", rows, budget, "python scripts/curves.py render (in project/)", check)
-    verdict = verdict_lines(summaries(meta), seeds)
-    write_marked_block(page, "verdict", verdict, budget, "python scripts/curves.py render (in project/)", check)
+    write_marked_block(page, "budget", rows, budget, command, check)
+    write_marked_block(page, "verdict", verdict_lines(curves, seeds), budget, command, check)
+    paper = json.loads(parity.read_text(encoding="utf8")).get("paper", {}) if parity.exists() else {}
+    table = parity_lines(curves, seeds, paper)
+    for target in (tasks_page, readme):
+        write_marked_block(target, "parity-at-budget", table, budget, command, check)
 
 
 @app.command("collect-budget")

@@ -88,12 +88,17 @@ def test_collect_copies_each_projects_curve_and_render_writes_the_table(tmp_path
         "<!-- verdict:start -->\n<!-- verdict:end -->\n",
         encoding="utf8",
     )
+    tasks, readme = tmp_path / "tasks.md", tmp_path / "README.md"
+    for other in (tasks, readme):
+        other.write_text("<!-- parity-at-budget:start -->\n<!-- parity-at-budget:end -->\n", encoding="utf8")
     alone = ("--budget", tmp_path / "no-budget", "--selection", tmp_path / "no-selection.json")
+    alone += ("--tasks-page", tasks, "--readme", readme, "--parity", tmp_path / "no-parity.json")
     assert _run("render", "--meta", meta, "--page", page, *alone).returncode == 0
     text = page.read_text(encoding="utf8")
     assert "| WNUT-17 NER | entangle (`entangle-aug`) | dev F1 | 50.0 | 40.0 | 200 | 2.0 | 1 | 200 | 1 | no |" in text
     assert "| MasakhaNER swa | baseline (`baseline`) |" in text
     assert "No seeds at a chosen budget" in text
+    assert "No task has the seeds of both models at their budgets yet." in readme.read_text(encoding="utf8")
     assert _run("render", "--meta", meta, "--page", page, "--check", *alone).returncode == 0
     _write(meta / "wnut17" / "entangle-aug_seed0.jsonl", [_point(0, 0.3, 0.2, 5)])
     assert _run("render", "--meta", meta, "--page", page, "--check", *alone).returncode != 0
@@ -168,12 +173,21 @@ def test_collect_budget_copies_a_task_projects_seeds_and_refuses_an_unknown_task
     assert not (budget / "masakhaner").exists()
 
 
+def _recipe_and_baseline(task):
+    """The task's recipe (its first entangle curve) and its baseline, by role."""
+    found = [c for c in curves.CURVES if c.task == task]
+    return {
+        "entangle": next(c for c in found if c.role == "entangle"),
+        "baseline": next(c for c in found if c.role == "baseline"),
+    }
+
+
 def test_the_verdict_compares_each_model_at_its_own_budget_against_the_tasks_bar():
     """The recipe's and the baseline's seeds at the step of each one's best curve point; the
     bar is WNUT-17's (+2.0 clean, <= 0.5x the drop) or the other tasks' (>= 0, <= 0.6x);
     a model whose seeds at its budget are missing is "not yet", and fewer than 3 seeds is said."""
-    wnut = {c.role: c for c in curves.CURVES if c.task == "wnut17" and c.variant in ("entangle-aug", "baseline")}
-    tweets = {c.role: c for c in curves.CURVES if c.task == "tweeteval"}
+    wnut, tweets = _recipe_and_baseline("wnut17"), _recipe_and_baseline("tweeteval")
+    recipe = wnut["entangle"].variant
     summaries = [
         curves.summarise(
             wnut["entangle"], [_point(200, 0.4, 0.3, 9), _point(600, 0.52, 0.45, 30), _point(1200, 0.5, 0.4, 60)]
@@ -189,19 +203,49 @@ def test_the_verdict_compares_each_model_at_its_own_budget_against_the_tasks_bar
         return curves.BudgetRow(task, variant, steps, seeds, (clean, 0.0), (noisy, 0.0), (clean - noisy, 0.0), "x")
 
     rows = [
-        row("wnut17", "entangle-aug", 600, 0.56, 0.46),  # drop 10
-        row("wnut17", "entangle-aug", 600, 0.10, 0.00, seeds=(1,)),  # fewer seeds: not picked
+        row("wnut17", recipe, 600, 0.56, 0.46),  # drop 10
+        row("wnut17", recipe, 600, 0.10, 0.00, seeds=(1,)),  # fewer seeds: not picked
         row("wnut17", "baseline", 600, 0.60, 0.40),  # not its budget: not picked
         row("wnut17", "baseline", 1600, 0.53, 0.33),  # drop 20
         row("tweeteval", "baseline", 400, 0.70, 0.60),
     ]
     lines = curves.verdict_lines(summaries, rows)
     (wnut_line,) = [line for line in lines if line.startswith("| WNUT-17")]
-    assert "| `entangle-aug` 600, 0, 1, 2 | `baseline` 1600, 0, 1, 2 | +3.0 | +13.0 | 0.50x |" in wnut_line
+    assert f"| `{recipe}` 600, 0, 1, 2 | `baseline` 1600, 0, 1, 2 | +3.0 | +13.0 | 0.50x |" in wnut_line
     assert wnut_line.endswith("| +2.0, <= 0.5x | yes |")
     (tweet_line,) = [line for line in lines if line.startswith("| TweetEval")]
     assert "`mean-both-mild` 600 (its curve has not levelled off), not run" in tweet_line
     assert tweet_line.endswith("| not yet |")
-    rows[0] = row("wnut17", "entangle-aug", 600, 0.54, 0.40, seeds=(0, 1))  # +1.0 clean, drop 14
+    rows[0] = row("wnut17", recipe, 600, 0.54, 0.40, seeds=(0, 1))  # +1.0 clean, drop 14
     (wnut_line,) = [line for line in curves.verdict_lines(summaries, rows) if line.startswith("| WNUT-17")]
     assert wnut_line.endswith("| no: clean, drop (fewer than 3 seeds) |")
+
+
+def test_the_parity_table_puts_each_models_seeds_at_its_budget_beside_the_papers_figures():
+    """Two lines per task whose two models' seeds at their budgets are in (clean, noise 0.5):
+    mean ± sample std and the seed count, the difference of the means, the paper's figures
+    where it reports the task; a task missing a model's seeds is left out."""
+    wnut, tweets = _recipe_and_baseline("wnut17"), _recipe_and_baseline("tweeteval")
+    recipe = wnut["entangle"].variant
+    summaries = [
+        curves.summarise(wnut["entangle"], [_point(200, 0.4, 0.3, 9), _point(600, 0.52, 0.45, 30)]),
+        curves.summarise(wnut["baseline"], [_point(1600, 0.55, 0.3, 30), _point(2400, 0.5, 0.3, 60)]),
+        curves.summarise(tweets["entangle"], [_point(600, 0.7, 0.6, 9)]),
+        curves.summarise(tweets["baseline"], [_point(400, 0.7, 0.6, 9)]),
+    ]
+    rows = [
+        curves.BudgetRow("wnut17", recipe, 600, (0, 1, 2), (0.56, 0.01), (0.46, 0.02), (0.1, 0.0), "x"),
+        curves.BudgetRow("wnut17", "baseline", 1600, (0, 1), (0.53, 0.004), (0.33, 0.0), (0.2, 0.0), "x"),
+        curves.BudgetRow("tweeteval", "baseline", 400, (0, 1, 2), (0.7, 0.0), (0.6, 0.0), (0.1, 0.0), "x"),
+    ]
+    paper = {"wnut17": {"entangle": 57.97, "baseline": 56.38}}
+    lines = curves.parity_lines(summaries, rows, paper)
+    assert lines[2:] == [
+        f"| WNUT-17 NER | dev F1 | 57.97 | 56.38 | `{recipe}` 600 | 56.0 ± 1.0 (3) | `baseline` 1,600 "
+        "| 53.0 ± 0.4 (2) | +3.0 |",
+        f"| WNUT-17 NER | dev F1, noise 0.5 | – | – | `{recipe}` 600 | 46.0 ± 2.0 (3) | `baseline` 1,600 "
+        "| 33.0 ± 0.0 (2) | +13.0 |",
+    ]
+    assert curves.parity_lines(summaries[2:], rows, paper) == [
+        "No task has the seeds of both models at their budgets yet."
+    ]
