@@ -54,6 +54,7 @@ NOISY = "dev_noise0.5"
 # a curve has levelled off when its best clean score came before the last fifth of the run
 LEVELLED = 0.8
 GRID = 100  # the curves score every 100 or 200 steps
+PRESET_STEPS = 600  # the CPU preset's budget when meta/selection.json's rounds were measured
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,12 @@ def read_points(path: Path) -> List[Dict[str, Any]]:
     return sorted((json.loads(line) for line in lines if line.strip()), key=lambda p: p["step"])
 
 
+def best_point(points: List[Dict[str, Any]], metric: str) -> Dict[str, Any]:
+    """The point of the best clean dev score, the earliest of equal ones (as spaCy's patience
+    counts): the checkpoint spaCy keeps as model-best."""
+    return max(points, key=lambda p: (p["scores"]["dev"].get(metric) or 0.0, -p["step"]))
+
+
 def meta_file(meta: Path, curve: Curve) -> Path:
     return meta / curve.task / Path(curve.path).name
 
@@ -133,8 +140,7 @@ class Summary:
 def summarise(curve: Curve, points: List[Dict[str, Any]]) -> Summary:
     if not points:
         raise ValueError(f"{curve.task}/{curve.variant}: the curve has no points")
-    # the earliest of equal best scores, as spaCy's patience counts
-    best = max(points, key=lambda p: (p["scores"]["dev"].get(curve.metric) or 0.0, -p["step"]))
+    best = best_point(points, curve.metric)
     noisy = best["scores"].get(NOISY, {}).get(curve.metric)
     return Summary(
         curve=curve,
@@ -221,15 +227,20 @@ BUDGET_NAME = re.compile(r"^(?P<variant>.+)_(?P<steps>\d+)_seed(?P<seed>\d+)\.js
 
 
 def budget_rows(budget: Path, selection: Optional[Path]) -> List[BudgetRow]:
-    """The 600-step rows of the baseline and the shipped recipe from the selection file, then
-    every model and budget whose seeds are kept (meta/budget/TASK/VARIANT_STEPS_seedN.jsonl)."""
+    """The selection file's rows of the WNUT-17 models with a curve, measured at the CPU preset's
+    budget (600 steps where a row does not say), then every model and budget whose seeds are kept
+    (meta/budget/TASK/VARIANT_STEPS_seedN.jsonl; the selection's rows from there are not read twice)."""
     rows: List[BudgetRow] = []
     if selection is not None and selection.exists():
         data = json.loads(selection.read_text(encoding="utf8"))
-        chosen = next(c for c in data["candidates"] if c["name"] == data["chosen"])
-        for entry in (data["reference"], chosen):
+        entries = [data["reference"], *data.get("other_references", []), *data["candidates"]]
+        with_curves = {c.variant for c in CURVES if c.task == "wnut17"}
+        for entry in entries:
+            if entry["name"] not in with_curves or entry.get("budget"):
+                continue
             kept = (tuple(entry["dev_f1"]), tuple(entry["dev_f1_noise0.5"]), tuple(entry["drop_noise0.5"]))
-            rows.append(BudgetRow("wnut17", entry["name"], 600, tuple(entry["seeds"]), *kept, "meta/selection.json"))
+            steps = entry.get("steps") or PRESET_STEPS
+            rows.append(BudgetRow("wnut17", entry["name"], steps, tuple(entry["seeds"]), *kept, "meta/selection.json"))
     runs: Dict[Tuple[str, str, int], List[Tuple[int, float, float]]] = {}
     for path in sorted(budget.glob("*/*.jsonl")) if budget.exists() else []:
         match = BUDGET_NAME.match(path.name)
@@ -238,7 +249,7 @@ def budget_rows(budget: Path, selection: Optional[Path]) -> List[BudgetRow]:
         task = path.parent.name
         metric = next(c.metric for c in CURVES if c.task == task)
         points = read_points(path)
-        best = max(points, key=lambda p: (p["scores"]["dev"].get(metric) or 0.0, -p["step"]))
+        best = best_point(points, metric)
         clean = best["scores"]["dev"].get(metric) or 0.0
         noisy = best["scores"].get(NOISY, {}).get(metric) or 0.0
         runs.setdefault((task, match["variant"], int(match["steps"])), []).append((int(match["seed"]), clean, noisy))

@@ -155,8 +155,12 @@ def variant_record(
     same = same and (char_dir is None or char_dir.name == ENCODER_DIRS[encoder])
     rows = selection["candidates"] + ([selection["reference"]] if selection.get("reference") else [])
     rows += selection.get("other_references", [])
+
+    def label(r: dict) -> str:
+        return f"{r['name']} at {r['steps']:,} steps" if r.get("steps") else r["name"]
+
     figures = "; ".join(
-        f"{r['name']} {_pct(r['dev_f1'])} clean, {_pct(r[f'dev_f1_noise{rate}'])} at noise {rate} "
+        f"{label(r)} {_pct(r['dev_f1'])} clean, {_pct(r[f'dev_f1_noise{rate}'])} at noise {rate} "
         f"({len(r['seeds'])} seeds{', an earlier round' if r.get('from') else ''})"
         for r in rows
     )
@@ -166,7 +170,7 @@ def variant_record(
     )
     if same:
         sentence += (
-            f"It was chosen among {', '.join(r['name'] for r in selection['candidates'])} for the "
+            f"It was chosen among {', '.join(label(r) for r in selection['candidates'])} for the "
             f"{selection['criterion']} on WNUT-17 dev (entity F1 in %, mean ± sd over seeds: {figures})."
         )
     else:

@@ -11,6 +11,12 @@ earlier candidates compete too, with their recorded figures, each marked `from` 
 with the `min_seeds` its round admitted it under; a variant with metrics in --metrics-dir is
 measured there instead. The baseline's figures also come from the prior when not measured;
 each further --reference (e.g. baseline-aug) is recorded beside it, in `other_references`.
+A candidate or reference named VARIANT@STEPS is VARIANT trained to its own budget of STEPS (the
+schedule ending there): its seeds are the runs in --budget-dir (meta/budget/wnut17/
+VARIANT_STEPS_seedN.jsonl, curves.py's files), each scored at its best dev evaluation (the
+model-best spaCy keeps), and its row records `steps` and `budget` (where they came from);
+--prior-steps records the budget of the rows measured in --metrics-dir and of --prior's rows
+that do not say theirs.
 
 `select-table` renders the committed selection (meta/selection.json) as the table of the
 results page docs/results/wnut17.md, between its `<!-- selection:start -->` /
@@ -23,7 +29,7 @@ from __future__ import annotations
 import json
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import typer
 from _variants import DEFAULT, ENCODER_DIRS, HERE, VARIANTS_FILE, Variant, app, metrics_path, named_variants, score
@@ -63,6 +69,36 @@ def load_rows(metrics_dir: Path, names: Sequence[str]) -> List[Dict]:
             runs.append(run)
         rows.append({"name": name, "runs": runs})
     return rows
+
+
+def budget_name(name: str) -> Tuple[str, Optional[int]]:
+    """``"both-mild@2000"`` -> ("both-mild", 2000); a plain variant name -> (name, None)."""
+    variant, at, steps = name.partition("@")
+    if not at:
+        return name, None
+    if not steps.isdigit() or not variant:
+        raise SystemExit(f"variants.py select: {name!r} is not VARIANT@STEPS")
+    return variant, int(steps)
+
+
+def load_budget_runs(budget_dir: Path, variant: str, steps: int) -> List[Dict]:
+    """The seeds of ``variant`` trained to ``steps`` (budget_dir/VARIANT_STEPS_seedN.jsonl, the
+    curve logger's points), as load_rows gives runs: each seed at its best clean dev evaluation
+    (curves.best_point), with the scores of the extra dev corpora (dev_noiseR) at that point."""
+    from curves import best_point, read_points
+
+    runs = []
+    for path in sorted(budget_dir.glob(f"{variant}_{steps}_seed*.jsonl")):
+        seed = path.name[len(f"{variant}_{steps}_seed") : -len(".jsonl")]
+        if not seed.isdigit():
+            continue
+        points = read_points(path)
+        if not points:
+            continue
+        best = best_point(points, "ents_f")
+        noisy = {k[len("dev_noise") :]: v for k, v in best["scores"].items() if k.startswith("dev_noise")}
+        runs.append({"seed": int(seed), "dev": best["scores"]["dev"], "test": None, "time": None, "noisy": noisy})
+    return sorted(runs, key=lambda r: r["seed"])
 
 
 def _f1s(rows_runs: List[Dict], key: str, rate: Optional[str] = None) -> List[float]:
@@ -248,15 +284,33 @@ def selection_row(row: Dict, variant: Variant, rate: str, char_encoder: Optional
         f"drop_noise{rate}": _rounded(drop),
         "score": None if clean[0] is None or noisy[0] is None else round((clean[0] + noisy[0]) / 2, 4),
     }
+    if variant.augment and (variant.aug_level is not None or variant.aug_rate is not None):
+        result["augmenter"] = {"level": variant.aug_level, "rate": variant.aug_rate}  # its own, not the preset's
     if variant.settings:
         result["settings"] = dict(variant.settings)
     return result
 
 
-def prior_row(row: Dict, prior: Path, prior_min_seeds: int) -> Dict:
+def prior_row(row: Dict, prior: Path, prior_min_seeds: int, prior_steps: Optional[int] = None) -> Dict:
     """An earlier round's candidate (or reference) as recorded, marked with the file it comes
-    from and the --min-seeds its round admitted it under (kept when already marked)."""
-    return {**row, "from": row.get("from", str(prior)), "min_seeds": row.get("min_seeds", prior_min_seeds)}
+    from, the --min-seeds its round admitted it under and, given, the budget it trained to
+    (each kept when already marked)."""
+    out = {**row, "from": row.get("from", str(prior)), "min_seeds": row.get("min_seeds", prior_min_seeds)}
+    if prior_steps is not None and "steps" not in row:
+        out["steps"] = prior_steps
+    return out
+
+
+def is_chosen(selection: Dict, row: Dict) -> bool:
+    """Whether a recorded candidate is the one the selection chose (its name, and its budget
+    where the selection records one: a variant can compete at two budgets)."""
+    steps = selection.get("steps")
+    return row["name"] == selection["chosen"] and (steps is None or row.get("steps") == steps)
+
+
+def row_key(row: Dict) -> str:
+    """How a command names a recorded row: VARIANT, or VARIANT@STEPS for a budget's seeds."""
+    return f"{row['name']}@{row['steps']}" if row.get("budget") else row["name"]
 
 
 @app.command("select")
@@ -280,12 +334,19 @@ def select(
     char_encoder: Optional[str] = typer.Option(
         None, "--char-encoder", help="of the char_encoder: default candidates (else read from their train_time.json)"
     ),
+    budget_dir: Path = typer.Option(
+        Path("meta/budget/wnut17"), "--budget-dir", help="the seeds of VARIANT@STEPS names (curves.py's files)"
+    ),
+    prior_steps: Optional[int] = typer.Option(
+        None, "--prior-steps", help="the budget of the rows measured in --metrics-dir and of --prior's unmarked rows"
+    ),
     output: Path = typer.Option(Path("metrics/selection.json"), "--output"),
     variants_file: Path = VARIANTS_FILE,
 ) -> None:
     """The variant to ship: the best mean over its seeds of (clean dev F1 + dev F1 at --noise) / 2,
     each candidate with at least --min-seeds seeds (one from --prior: its round's); the figures
-    behind the choice go to --output."""
+    behind the choice go to --output. VARIANT@STEPS: VARIANT's seeds at its own budget, from
+    --budget-dir."""
     rate = noise
     earlier: Dict = {}
     if prior is not None:
@@ -298,28 +359,51 @@ def select(
             )
     if char_encoder is not None and char_encoder not in ENCODER_DIRS:
         raise SystemExit(f"variants.py select: --char-encoder must be one of {', '.join(ENCODER_DIRS)}")
-    variants = named_variants(variants_file, names)
-    earlier_rows = {c["name"]: c for c in earlier.get("candidates", [])}
+    variants = named_variants(variants_file, [budget_name(n)[0] for n in names])
+    earlier_rows = {row_key(c): c for c in earlier.get("candidates", [])}
     order = list(earlier_rows) + [name for name in names if name not in earlier_rows]
-    rows = {row["name"]: row for row in load_rows(metrics_dir, [*order, *references])}
+    plain = [budget_name(n)[0] for n in [*order, *references] if budget_name(n)[1] is None]
+    rows = {row["name"]: row for row in load_rows(metrics_dir, plain)}
+
+    def measured(name: str) -> Optional[Dict]:
+        """The seeds of a candidate or reference measured here (VARIANT@STEPS: in --budget-dir)."""
+        variant, steps = budget_name(name)
+        if steps is None:
+            return rows.get(name)
+        runs = load_budget_runs(budget_dir, variant, steps)
+        return {"name": variant, "runs": runs} if runs else None
+
+    def stamped(row: Dict, name: str) -> Dict:
+        """A measured row with the budget it trained to, and where a budget's seeds came from."""
+        steps = budget_name(name)[1]
+        if steps is not None:
+            return {**row, "steps": steps, "budget": str(budget_dir)}
+        return {**row, "steps": prior_steps} if prior_steps is not None else row
+
     candidates = []
     for name in order:
-        row = rows.get(name)
+        row = measured(name)
         if row is None and name in earlier_rows:  # not measured here: the earlier round's figures
-            candidates.append(prior_row(earlier_rows[name], prior, earlier["min_seeds"]))
+            candidates.append(prior_row(earlier_rows[name], prior, earlier["min_seeds"], prior_steps))
             continue
-        if name not in variants:
+        variant = budget_name(name)[0]
+        if variant not in variants:
             raise SystemExit(
                 f"variants.py select: {name} has metrics in {metrics_dir}/{name}/, no entry in {variants_file}"
             )
+        where = (
+            f"{budget_dir}/{variant}_{budget_name(name)[1]}_seedN.jsonl" if "@" in name else f"{metrics_dir}/{name}/"
+        )
         seeds = [] if row is None else [r for r in row["runs"] if rate in r["noisy"]]
         if len(seeds) < min_seeds:
             raise SystemExit(
                 f"variants.py select: {name} has {len(seeds)} seed(s) with clean and noise-{rate} dev metrics in "
-                f"{metrics_dir}/{name}/, fewer than --min-seeds {min_seeds} (train them with --noisy)"
+                f"{where}, fewer than --min-seeds {min_seeds} (train them with --noisy)"
             )
-        encoder = char_encoder_of(variants[name], seeds, char_encoder)
-        candidates.append(selection_row({"name": name, "runs": seeds}, variants[name], rate, encoder))
+        encoder = char_encoder_of(variants[variant], seeds, char_encoder)
+        candidates.append(
+            stamped(selection_row({"name": variant, "runs": seeds}, variants[variant], rate, encoder), name)
+        )
     chosen = max(candidates, key=lambda c: c["score"])
     result = {
         "criterion": f"best mean over seeds of (clean dev F1 + dev F1 at noise {rate}) / 2",
@@ -327,6 +411,7 @@ def select(
         "min_seeds": min_seeds,
         "metrics_dir": str(metrics_dir),
         "chosen": chosen["name"],
+        **({"steps": chosen["steps"]} if chosen.get("steps") is not None else {}),
         "side": chosen["side"],
         "char_encoder": chosen["char_encoder"],
         "augment": bool(chosen.get("augment", False)),
@@ -337,13 +422,14 @@ def select(
     # the references: measured in --metrics-dir, else as --prior recorded them; the first found
     # is `reference` (the one the model card and the drops compare with), the rest follow it
     recorded = [earlier["reference"]] if earlier.get("reference") else []
-    recorded = {r["name"]: r for r in recorded + earlier.get("other_references", [])}
+    recorded = {row_key(r): r for r in recorded + earlier.get("other_references", [])}
     found = []
     for reference in references:
-        if reference in rows and reference in variants:
-            found.append(selection_row(rows[reference], variants[reference], rate))
+        row, variant = measured(reference), budget_name(reference)[0]
+        if row is not None and variant in variants:
+            found.append(stamped(selection_row(row, variants[variant], rate), reference))
         elif reference in recorded:
-            found.append(prior_row(recorded[reference], prior, earlier["min_seeds"]))
+            found.append(prior_row(recorded[reference], prior, earlier["min_seeds"], prior_steps))
     if found:
         result["reference"] = found[0]
     if found[1:]:
@@ -354,7 +440,7 @@ def select(
         mark = "→" if c is chosen else " "
         source = f", from {c['from']}" if "from" in c else ""
         print(
-            f"{mark} {c['name']:<24} score {pct(c['score'])}  clean {pct(c['dev_f1'][0])}  noise {rate} "
+            f"{mark} {row_key(c):<24} score {pct(c['score'])}  clean {pct(c['dev_f1'][0])}  noise {rate} "
             f"{pct(c[f'dev_f1_noise{rate}'][0])}  ({len(c['seeds'])} seeds{source})"
         )
     augmented = ", with the char-noise augmenter" if result["augment"] else ""
@@ -386,7 +472,8 @@ def _recipe_cell(row: Dict) -> str:
         side = row.get("side", "subword")
         text = f"{side} side{'s' if side == 'both' else ''}, {row['char_encoder']} char encoder"
     if row.get("augment"):
-        text += " + augmenter"
+        own = {k: v for k, v in (row.get("augmenter") or {}).items() if v is not None}
+        text += " + augmenter" + (" (" + ", ".join(f"{k} {v}" for k, v in own.items()) + ")" if own else "")
     if row.get("settings"):
         text += " (" + ", ".join(_setting_cell(k, v) for k, v in row["settings"].items()) + ")"
     return text
@@ -416,13 +503,15 @@ def selection_table(selection: Dict) -> List[str]:
     references = ([selection["reference"]] if selection.get("reference") else []) + selection.get(
         "other_references", []
     )
-    header = ["model", "recipe", "seeds", "dev F1", f"F1 at noise {rate}", f"drop at {rate}"]
-    header += [f"drop / {ref['name']}'s" for ref in references] + ["select score"]
     ranked = sorted(selection["candidates"], key=lambda c: -c["score"])
     rows = [(row, False) for row in ranked] + [(row, True) for row in references]
+    budgets = any(row.get("steps") is not None for row, _ in rows)
+    header = ["model", "recipe"] + (["steps"] if budgets else [])
+    header += ["seeds", "dev F1", f"F1 at noise {rate}", f"drop at {rate}"]
+    header += [f"drop / {ref['name']}'s" for ref in references] + ["select score"]
     lines = []
     for row, is_reference in rows:
-        chosen = not is_reference and row["name"] == selection["chosen"]
+        chosen = not is_reference and is_chosen(selection, row)
         name = f"`{row['name']}`"
         marks = ["reference"] if is_reference else []
         if row.get("from"):
@@ -432,7 +521,8 @@ def selection_table(selection: Dict) -> List[str]:
         if marks:
             name += f" ({', '.join(marks)})"
         drop = row.get(f"drop_noise{rate}", [None])[0]
-        cells = [name, _recipe_cell(row), str(len(row["seeds"]))]
+        cells = [name, _recipe_cell(row)] + ([f"{row['steps']:,}" if row.get("steps") else "–"] if budgets else [])
+        cells.append(str(len(row["seeds"])))
         cells += [_recorded_pair(row["dev_f1"]), _recorded_pair(row[f"dev_f1_noise{rate}"])]
         cells.append(_recorded_pair(row[f"drop_noise{rate}"]))
         for ref in references:
@@ -447,6 +537,12 @@ def selection_table(selection: Dict) -> List[str]:
         f"at least {selection['min_seeds']} seeds (an earlier round's: that round's minimum); the references are "
         "not candidates.",
     ]
+    if budgets:
+        notes.append(
+            "steps: the budget a row trained to, the learning-rate schedule ending there; each seed is scored at "
+            "its best dev evaluation (the model-best spaCy keeps). Rows trained to their own budget read off "
+            "their learning curves come from `project/meta/budget/` ([curves.md](curves.md))."
+        )
     rounds = sorted({(str(row["from"]), str(row.get("min_seeds", "?"))) for row, _ in rows if row.get("from")})
     if rounds:
         where = "; ".join(f"`{path}` of that round, which admitted {least}+ seeds" for path, least in rounds)

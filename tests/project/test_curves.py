@@ -106,7 +106,9 @@ def test_collect_copies_each_projects_curve_and_render_writes_the_table(tmp_path
 
 def test_budget_rows_are_the_seeds_best_points_and_the_selection_file(tmp_path):
     """A seed's score is its best clean evaluation (model-best) and the noisy score there;
-    rows give the mean and the sample standard deviation over seeds."""
+    rows give the mean and the sample standard deviation over seeds. The selection file adds
+    its rows of the models with a WNUT-17 curve at the CPU preset's budget, not those it read
+    from meta/budget/ (which are read from there)."""
     budget = tmp_path / "budget"
     _write(budget / "wnut17" / "baseline_1600_seed0.jsonl", [_point(200, 0.50, 0.30, 9), _point(400, 0.54, 0.32, 19)])
     _write(budget / "wnut17" / "baseline_1600_seed1.jsonl", [_point(200, 0.56, 0.36, 9), _point(400, 0.52, 0.30, 19)])
@@ -114,14 +116,18 @@ def test_budget_rows_are_the_seeds_best_points_and_the_selection_file(tmp_path):
     _write(budget / "wnut17" / "notes.jsonl", [_point(200, 0.1, 0.1, 1)])  # not a seed run: ignored
     selection = tmp_path / "selection.json"
     entry = {"seeds": [0, 1, 2], "dev_f1": [0.5, 0.01], "dev_f1_noise0.5": [0.4, 0.02], "drop_noise0.5": [0.1, 0.0]}
-    selection.write_text(
-        json.dumps({"chosen": "e", "reference": {"name": "b", **entry}, "candidates": [{"name": "e", **entry}]}),
-        encoding="utf8",
-    )
+    candidates = [
+        {"name": "entangle-aug", **entry},
+        {"name": "entangle-cons", **entry},  # no curve: not a row of its own
+        {"name": "both-mild", "steps": 2000, "budget": "meta/budget/wnut17", **entry},  # read from there
+    ]
+    references = {"reference": {"name": "baseline", "steps": 1600, "budget": "b", **entry}}
+    references["other_references"] = [{"name": "baseline", "steps": 600, **entry}]
+    selection.write_text(json.dumps({"chosen": "both-mild", "candidates": candidates, **references}), encoding="utf8")
     rows = curves.budget_rows(budget, selection)
     assert [(r.variant, r.steps, r.source) for r in rows] == [
-        ("b", 600, "meta/selection.json"),
-        ("e", 600, "meta/selection.json"),
+        ("baseline", 600, "meta/selection.json"),
+        ("entangle-aug", 600, "meta/selection.json"),
         ("baseline", 1600, "meta/budget/wnut17/"),
     ]
     seeds = rows[2]
@@ -132,7 +138,9 @@ def test_budget_rows_are_the_seeds_best_points_and_the_selection_file(tmp_path):
     assert (
         "| wnut17 | `baseline` | 1600 | 0, 1, 2 | 56.0 ± 2.0 | 34.0 ± 2.0 | 22.0 ± 2.0 | meta/budget/wnut17/ |" in table
     )
-    assert "| wnut17 | `b` | 600 | 0, 1, 2 | 50.0 ± 1.0 | 40.0 ± 2.0 | 10.0 ± 0.0 | meta/selection.json |" in table
+    assert (
+        "| wnut17 | `baseline` | 600 | 0, 1, 2 | 50.0 ± 1.0 | 40.0 ± 2.0 | 10.0 ± 0.0 | meta/selection.json |" in table
+    )
     # one seed: its figures, with no spread to show
     one = curves.BudgetRow("tweebank", "baseline", 2200, (0,), (0.932, 0.0), (0.828, 0.0), (0.104, 0.0), "x")
     assert one.cells()[3:7] == ["0", "93.2", "82.8", "10.4"]

@@ -125,3 +125,69 @@ def test_recipe_cell_shows_a_registered_setting_by_its_arguments():
     gated["settings"]["components.ner.model.tok2vec.@architectures"] = "spacy-entangle.EntangleListener.v2"
     gated["settings"]["components.ner.model.tok2vec.combine"] = "gate"
     assert _recipe_cell(gated) == "both sides, grown char encoder + augmenter (EntangleListener.v2, combine gate)"
+
+
+def _budget_seeds(budget: Path, name: str, steps: int, curves) -> None:
+    """Curve-logger files of NAME trained to STEPS, one per seed: [(step, clean, noisy), ...]."""
+    budget.mkdir(parents=True, exist_ok=True)
+    for seed, points in enumerate(curves):
+        lines = [
+            json.dumps({"step": step, "scores": {"dev": {"ents_f": clean}, "dev_noise0.5": {"ents_f": noisy}}})
+            for step, clean, noisy in points
+        ]
+        (budget / f"{name}_{steps}_seed{seed}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf8")
+
+
+def test_select_takes_a_models_seeds_at_its_own_budget_beside_an_earlier_round(tmp_path):
+    """VARIANT@STEPS competes with its seeds in --budget-dir, each at its best dev evaluation
+    (the noisy score at that evaluation, not the best noisy one); the earlier round's rows get
+    --prior-steps; the table has a steps column and bolds the chosen budget's row only."""
+    metrics, budget = tmp_path / "metrics", tmp_path / "budget"
+    _seeds(metrics, "entangle-aug", [(0.50, 0.40), (0.52, 0.41), (0.54, 0.45)])  # 47.0
+    _seeds(metrics, "baseline", [(0.53, 0.35), (0.54, 0.34), (0.52, 0.36)])
+    first = tmp_path / "first.json"
+    common = ["--char-encoder", "grown", "--reference", "baseline"]
+    r = _run("select", "entangle-aug", "--metrics-dir", metrics, *common, "--output", first)
+    assert r.returncode == 0, r.stdout + r.stderr
+    _budget_seeds(
+        budget,
+        "both-mild",
+        2000,
+        [
+            [(200, 0.40, 0.50), (1800, 0.56, 0.44), (2000, 0.55, 0.46)],  # best 56 / 44
+            [(1000, 0.56, 0.46), (2000, 0.56, 0.40)],  # equal best: the earlier, 56 / 46
+            [(2000, 0.57, 0.45)],
+        ],
+    )
+    _budget_seeds(budget, "baseline", 1600, [[(1600, 0.55, 0.33)]] * 3)
+    _budget_seeds(budget, "entangle-aug", 1200, [[(1200, 0.50, 0.40)]] * 2)  # 2 seeds: too few
+    out = tmp_path / "selection.json"
+    args = ["--prior", first, "--metrics-dir", tmp_path / "none", "--budget-dir", budget, "--prior-steps", "600"]
+    args += ["--char-encoder", "grown", "--reference", "baseline@1600", "--reference", "baseline", "--output", out]
+    r = _run("select", "both-mild@2000", *args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    record = srsly.read_json(out)
+    assert (record["chosen"], record["steps"]) == ("both-mild", 2000)
+    new = record["candidates"][-1]
+    assert (new["name"], new["steps"], new["budget"], new["seeds"]) == ("both-mild", 2000, str(budget), [0, 1, 2])
+    assert new["dev_f1"][0] == 0.563333 and new["dev_f1_noise0.5"][0] == 0.45
+    assert record["candidates"][0]["steps"] == 600 and record["candidates"][0]["from"] == str(first)
+    assert (record["reference"]["name"], record["reference"]["steps"]) == ("baseline", 1600)
+    assert record["other_references"][0]["steps"] == 600
+    assert "both-mild@2000" in r.stdout and "baseline@1600" in r.stdout
+    # a budget with fewer seeds than --min-seeds is refused, naming its files
+    r = _run("select", "entangle-aug@1200", *args)
+    assert r.returncode != 0 and "entangle-aug_1200_seedN.jsonl" in r.stdout + r.stderr
+    page = tmp_path / "wnut17.md"
+    page.write_text("<!-- selection:start -->\n<!-- selection:end -->\n", encoding="utf8")
+    assert _run("select-table", "--selection", out, "--page", page).returncode == 0
+    lines = page.read_text(encoding="utf8").splitlines()
+    assert lines[2].startswith("| model | recipe | steps | seeds | dev F1 |")
+    assert lines[4].startswith(
+        "| **`both-mild` = `en_entangle_wnut`** | **both sides, grown char encoder + augmenter (level 0.25, rate 0.5)** "
+        "| **2,000** | **3** |"
+    )
+    assert lines[5].startswith(
+        "| `entangle-aug` (earlier round) | both sides, grown char encoder + augmenter | 600 | 3 |"
+    )
+    assert lines[6].startswith("| `baseline` (reference) | spacy-transformers | 1,600 | 3 | 55.0 ± 0.0 |")
