@@ -1,4 +1,4 @@
-"""`python -m spacy_entangle add-scores IN OUT` (issue 32): the saved pipeline's ner with a
+"""`python -m spacy_entangle add-scores IN OUT`: the saved pipeline's ner with a
 confidence per entity; --show prints them from the saved copy; bad input ends with one line."""
 
 import pytest

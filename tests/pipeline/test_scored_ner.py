@@ -1,4 +1,4 @@
-"""The `scored_ner` component (issue 32): a trained greedy `ner` decoded by beam search with
+"""The `scored_ner` component: a trained greedy `ner` decoded by beam search with
 the same weights, each entity's confidence in doc.spans["ents"].attrs["scores"]; a saved
 pipeline converted (load_scored), saved and loaded with spacy.load keeps the scores."""
 
