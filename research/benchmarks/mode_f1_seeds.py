@@ -9,6 +9,13 @@ difference from fp32 (mode - fp32, in F1 points), per seed and as mean ± sample
 
 With --page the table replaces what lies between the page's `<!-- mode-f1:start -->` and
 `<!-- mode-f1:end -->` markers; --check fails (exit 1) when the page differs instead.
+
+`modes` puts beside it what each mode costs in speed, from one side-by-side run of
+`speed_compare.py --output` (one process, the baseline and every mode): the README's table
+of the modes, between its `<!-- modes:start -->` / `<!-- modes:end -->` markers.
+
+    python research/benchmarks/mode_f1_seeds.py modes docs/results/data/mode_f1/*.json \
+        --speed docs/results/data/speed_modes_after_default.json --page README.md [--check]
 """
 
 import argparse
@@ -20,6 +27,14 @@ from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
 START, END = "<!-- mode-f1:start -->", "<!-- mode-f1:end -->"
+MODES_START, MODES_END = "<!-- modes:start -->", "<!-- modes:end -->"
+# what a user reads beside each mode's figures (docs/inference.md has the whole story)
+MODE_NOTES = {
+    "fp32": "the exact model",
+    "int8": "**the CPU default** (`auto`): torch's dynamic int8 of the new layers, nothing to install",
+    "onnx": "ONNX Runtime, the same fp32 model (states within 1e-4); the `onnx` extra",
+    "onnx-int8": "ONNX Runtime's int8 of every encoder, the fastest; the `onnx` extra",
+}
 CLEAN, NOISY = "dev.spacy", "dev_noise0.5.spacy"
 
 
@@ -83,6 +98,60 @@ def render(files: Sequence[Path]) -> str:
     return "\n".join(lines)
 
 
+def modes(files: Sequence[Path], speed: Path, smoothing: object = None) -> str:
+    """The README's table: per CPU mode, words/s against the baseline from one side-by-side run
+    and the F1 difference from fp32 over the seeds (mean ± sample std; onnx-int8 at the
+    smoothing setting given, the default's: off)."""
+    run = json.loads(speed.read_text(encoding="utf8"))
+    models = run["pipelines"]["models"]
+    entangle = [name for name in models if name != run["pipelines"]["reference"] and "@" not in name]
+    if len(entangle) != 1:
+        raise ValueError(f"{speed}: expected one entangle pipeline beside the reference, got {entangle}")
+    seeds, table = rows(files)
+    head = "| `inference` | words/s vs the baseline | dev F1 − fp32 | at noise 0.5 − fp32 | what it is |"
+    lines = [head, "|---|---:|---:|---:|---|"]
+    for mode, note in MODE_NOTES.items():
+        timed = models.get(entangle[0] if mode == "fp32" else f"{entangle[0]}@{mode}")
+        ratio = "–" if timed is None else f"{timed['relative_to_reference']:.2f}x"
+        if mode == "fp32":
+            clean = noisy = "reference"
+        else:
+            per_seed = table.get(label(mode, smoothing), {})
+            clean = _mean_std([per_seed[s][CLEAN] for s in seeds if s in per_seed]) or "–"
+            noisy = _mean_std([per_seed[s][NOISY] for s in seeds if s in per_seed]) or "–"
+        lines.append(f"| `{mode}` | {ratio} | {clean} | {noisy} | {note} |")
+    settings = run["settings"]
+    features = ", ".join(settings.get("cpu_int8") or []) or "no VNNI or AMX"
+    lines += [
+        "",
+        f"Words/s: {run['pipelines']['docs']} WNUT-17 dev tweets, {settings['torch_threads']} torch thread, "
+        f"the baseline and each mode side by side in one process (CPU int8 features: {features}; "
+        f"hosts with VNNI or AMX gain more from int8). F1: {len(seeds)} trained seeds of the shipped recipe, "
+        "each mode's score minus fp32's on the same pipeline.",
+    ]
+    return "\n".join(lines)
+
+
+def _write_block(page: Path, start: str, end: str, table: str, check: bool) -> int:
+    """Put ``table`` between the page's markers, or with ``check`` only compare (1: differs)."""
+    text = page.read_text(encoding="utf8")
+    if start not in text or end not in text:
+        raise SystemExit(f"{page} has no {start} ... {end} markers")
+    before, rest = text.split(start, 1)
+    _, after = rest.split(end, 1)
+    new = f"{before}{start}\n\n{table}\n\n{end}{after}"
+    if check:
+        if new != text:
+            print(
+                f"{page}: the table between {start} and {end} is not what the files give; run without --check",
+                file=sys.stderr,
+            )
+            return 1
+        return 0
+    page.write_text(new, encoding="utf8")
+    return 0
+
+
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -90,24 +159,22 @@ def main(argv: Sequence[str]) -> int:
     r.add_argument("files", nargs="+", type=Path)
     r.add_argument("--page", type=Path)
     r.add_argument("--check", action="store_true")
+    m = sub.add_parser("modes")
+    m.add_argument("files", nargs="+", type=Path)
+    m.add_argument("--speed", type=Path, required=True, help="a speed_compare.py --output JSON with every CPU mode")
+    m.add_argument("--page", type=Path)
+    m.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
-    table = render(sorted(args.files))
+    if args.command == "modes":
+        from spacy_entangle.modeling.inference import ONNX_INT8_SMOOTHING  # the default's setting
+
+        table, start, end = modes(sorted(args.files), args.speed, ONNX_INT8_SMOOTHING), MODES_START, MODES_END
+    else:
+        table, start, end = render(sorted(args.files)), START, END
     if args.page is None:
         print(table)
         return 0
-    text = args.page.read_text(encoding="utf8")
-    if START not in text or END not in text:
-        raise SystemExit(f"{args.page} has no {START} ... {END} markers")
-    before, rest = text.split(START, 1)
-    _, after = rest.split(END, 1)
-    new = f"{before}{START}\n\n{table}\n\n{END}{after}"
-    if args.check:
-        if new != text:
-            print(f"{args.page}: the mode-F1 table is not what the files give; run without --check", file=sys.stderr)
-            return 1
-        return 0
-    args.page.write_text(new, encoding="utf8")
-    return 0
+    return _write_block(args.page, start, end, table, args.check)
 
 
 if __name__ == "__main__":

@@ -72,3 +72,45 @@ def test_the_page_and_the_committed_files_agree(tmp_path):
     assert mode_f1_seeds.main(["render", *map(str, files), "--page", str(page)]) == 0
     assert mode_f1_seeds.main(["render", *map(str, files), "--page", str(page), "--check"]) == 0
     assert page.read_text(encoding="utf8").startswith("intro\n") and page.read_text(encoding="utf8").endswith("rest\n")
+
+
+SPEED = REPO / "docs" / "results" / "data" / "speed_modes_after_default.json"
+
+
+def test_the_readmes_modes_table_is_the_committed_speed_run_and_seeds():
+    files = sorted(DATA.glob("*.json"))
+    args = ["modes", *map(str, files), "--speed", str(SPEED), "--page", str(REPO / "README.md"), "--check"]
+    assert mode_f1_seeds.main(args) == 0
+
+
+def test_the_modes_table_puts_each_modes_speed_beside_its_f1_cost(tmp_path):
+    """Words/s against the reference from one side-by-side run, the F1 difference over the seeds
+    at the given smoothing; a mode the run did not time or the seeds did not score shows "–"."""
+    files = [
+        _write(
+            tmp_path / f"seed{seed}_smoothing_off.json",
+            None,
+            {"dev.spacy": 0.5, "dev_noise0.5.spacy": 0.4},
+            {
+                "int8": {"dev.spacy": 0.5 + 0.001 * seed, "dev_noise0.5.spacy": 0.4},
+                "onnx-int8": {"dev.spacy": 0.49, "dev_noise0.5.spacy": 0.38},
+            },
+        )
+        for seed in range(3)
+    ]
+    models = {
+        "base": {"relative_to_reference": 1.0},
+        "ent": {"relative_to_reference": 0.6},
+        "ent@int8": {"relative_to_reference": 0.7},
+        "ent@onnx-int8": {"relative_to_reference": 1.05},
+    }
+    run = {"settings": {"torch_threads": 1, "cpu_int8": ["avx512_vnni"]}}
+    run["pipelines"] = {"docs": 500, "reference": "base", "models": models}
+    speed = tmp_path / "speed.json"
+    speed.write_text(json.dumps(run), encoding="utf8")
+    lines = mode_f1_seeds.modes(files, speed).splitlines()
+    assert lines[2].startswith("| `fp32` | 0.60x | reference | reference |")
+    assert lines[3].startswith("| `int8` | 0.70x | +0.10 ± 0.10 | +0.00 ± 0.00 |")
+    assert lines[4].startswith("| `onnx` | – | – | – |")  # neither timed nor scored
+    assert lines[5].startswith("| `onnx-int8` | 1.05x | -1.00 ± 0.00 | -2.00 ± 0.00 |")
+    assert "CPU int8 features: avx512_vnni" in lines[-1] and "3 trained seeds" in lines[-1]
