@@ -103,6 +103,8 @@ def modes(files: Sequence[Path], speed: Path, smoothing: object = None) -> str:
     and the F1 difference from fp32 over the seeds (mean ± sample std; onnx-int8 at the
     smoothing setting given, the default's: off)."""
     run = json.loads(speed.read_text(encoding="utf8"))
+    if "models" not in run.get("pipelines", {}) or "settings" not in run:
+        raise ValueError(f"{speed} is not a `speed_compare.py --output` file (no settings / pipelines.models)")
     models = run["pipelines"]["models"]
     entangle = [name for name in models if name != run["pipelines"]["reference"] and "@" not in name]
     if len(entangle) != 1:

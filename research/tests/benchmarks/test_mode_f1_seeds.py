@@ -114,3 +114,6 @@ def test_the_modes_table_puts_each_modes_speed_beside_its_f1_cost(tmp_path):
     assert lines[4].startswith("| `onnx` | – | – | – |")  # neither timed nor scored
     assert lines[5].startswith("| `onnx-int8` | 1.05x | -1.00 ± 0.00 | -2.00 ± 0.00 |")
     assert "CPU int8 features: avx512_vnni" in lines[-1] and "3 trained seeds" in lines[-1]
+    speed.write_text(json.dumps({"models": models}), encoding="utf8")
+    with pytest.raises(ValueError, match="not a `speed_compare.py --output` file"):
+        mode_f1_seeds.modes(files, speed)
