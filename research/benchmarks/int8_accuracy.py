@@ -8,7 +8,7 @@ is finer, for onnx-int8: the graphs' MatMul / Gemm nodes whose part-qualified na
 the feed-forward's output product of the copied layer 0) stay in float, instead of the
 default's (inference.ONNX_INT8_FLOAT_NODES: none); `--keep-float-nodes ''` quantizes every node.
 The nodes left in float are printed. `--smoothing ALPHA` / `--smoothing off` sets the alpha of
-onnx-int8's activation smoothing of the subword encoder (inference.ONNX_INT8_SMOOTHING, 0.5).
+onnx-int8's activation smoothing of the subword encoder (inference.ONNX_INT8_SMOOTHING; off by default).
 
     OMP_NUM_THREADS=1 python research/benchmarks/int8_accuracy.py PIPELINE CORPUS.spacy [CORPUS.spacy ...]
         [--modes int8 onnx-int8] [--keep-float char_encoder.words.]
