@@ -25,6 +25,10 @@
   ONNX_INT8_FLOAT_PREFIXES, and the graph nodes ONNX_INT8_FLOAT_NODES matches), with the subword
   encoder's activations smoothed first when ONNX_INT8_SMOOTHING is an alpha (off by default;
   modeling/smoothing.py).
+- ``onnx-mixed``: ONNX Runtime with ``int8``'s split: the pretrained encoders (the subword
+  encoder, a grown encoder's copied layers) in fp32 graphs, the layers the model adds (the
+  co-attention in int8 graphs, a grown encoder's front end in torch's dynamic int8). ``int8``'s
+  accuracy, faster than it where ONNX Runtime runs the encoders faster than PyTorch.
 - ``fp32``: the exact model (default), also when the model trains in mixed precision.
 - ``auto``: the default of a shipped pipeline: on a CPU the fastest mode that keeps fp32's
   accuracy (``AUTO_CPU_MODE``; were it an engine mode, fp32 with one warning where onnxruntime
@@ -46,19 +50,19 @@ from .engines.graphs import ENGINE_INSTALL
 from .quantization import quantize_linears
 
 # how prediction runs: the one list (the benchmarks' modes)
-InferenceMode = Literal["fp32", "int8", "bf16", "onnx", "onnx-int8"]
+InferenceMode = Literal["fp32", "int8", "bf16", "onnx", "onnx-mixed", "onnx-int8"]
 INFERENCE_MODES: Tuple[str, ...] = get_args(InferenceMode)
 # what the component's `inference` setting takes: a mode, or "auto" (the mode picked per device)
-InferenceSetting = Literal["auto", "fp32", "int8", "bf16", "onnx", "onnx-int8"]
+InferenceSetting = Literal["auto", "fp32", "int8", "bf16", "onnx", "onnx-mixed", "onnx-int8"]
 INFERENCE_SETTINGS: Tuple[str, ...] = get_args(InferenceSetting)
 # what "auto" predicts with on a CPU: the fastest mode whose F1 cost, clean and on noisy text,
 # stayed within 0.3 points of fp32 over 3 trained seeds (docs/results/speed.md: onnx-int8 is
 # faster but cost about a point; a test reads the rule off the committed per-seed files)
 AUTO_CPU_MODE = "int8"
 ENGINE_PACKAGE = "onnxruntime"  # what the engine modes need to run (saved graphs: nothing more)
-CPU_ONLY = ("int8", "onnx", "onnx-int8")  # modes with CPU kernels only
+CPU_ONLY = ("int8", "onnx", "onnx-mixed", "onnx-int8")  # modes with CPU kernels only
 COPY_MODES = CPU_ONLY  # modes that predict with a copy of the model (built on first use)
-ENGINE_MODES = ("onnx", "onnx-int8")  # modes whose copy runs outside PyTorch: no attention maps
+ENGINE_MODES = ("onnx", "onnx-mixed", "onnx-int8")  # modes whose copy runs outside PyTorch: no attention maps
 FLOAT_PREFIXES = ("subword_encoder.",)  # modules int8 leaves in float
 ONNX_INT8_FLOAT_PREFIXES: Tuple[str, ...] = ()  # modules onnx-int8 leaves in float (what-ifs add some)
 # regexes of part-qualified graph nodes onnx-int8 leaves in float (engines.onnx.onnx_model; the
@@ -150,6 +154,8 @@ def engine_settings(mode: str) -> Dict[str, Any]:
             "float_prefixes": list(ONNX_INT8_FLOAT_PREFIXES),
             "float_nodes": list(ONNX_INT8_FLOAT_NODES),
         }
+    if mode == "onnx-mixed":  # int8's split (the design's own float children come with the weights)
+        return {"float_prefixes": list(FLOAT_PREFIXES)}
     return {}
 
 
@@ -226,6 +232,11 @@ def prediction_copy(
     exporting and added to."""
     if mode == "int8":
         return quantize_int8(model)
+    if mode == "onnx-mixed":
+        from .engines.onnx import onnx_model
+
+        # the graphs of the parts int8 keeps in float are fp32 graphs, the others int8 ones
+        return onnx_model(model, int8=True, keep_float=float_prefixes(model), graphs=graphs, mode=mode)
     if mode in ENGINE_MODES:
         from .engines.onnx import onnx_model
 

@@ -146,6 +146,8 @@ def make_entangle(
           "int8": dynamic int8 quantization of the Linear layers (CPU);
           "bf16": bfloat16 autocast;
           "onnx": ONNX Runtime, the same model in fp32 (CPU);
+          "onnx-mixed": ONNX Runtime with int8's split: the pretrained encoders in fp32,
+            the layers the model adds in int8 (CPU);
           "onnx-int8": ONNX Runtime's dynamic int8 of the encoders and co-attention (CPU;
             the fastest, at a cost in F1).
         Any other value is refused. The onnx modes' graphs are exported once and saved with

@@ -1,4 +1,4 @@
-"""The ONNX Runtime engine (inference = "onnx" / "onnx-int8", modeling/engines/onnx.py):
+"""The ONNX Runtime engine (inference = "onnx" / "onnx-mixed" / "onnx-int8", modeling/engines/onnx.py):
 outputs against fp32 on the same docs (a tolerance per mode), padding invariance, the
 saved pipeline loading offline with the mode set at load time, a clear error without
 onnxruntime, and the CPU-only / bf16 warnings."""
@@ -26,7 +26,7 @@ def _needs_onnx() -> None:
 # is noise of the weights' draw and the host's int8 kernels (VNNI or not), so it is bounded as
 # the relative error of the doc's states, ||int8 - fp32|| / ||fp32||, not element by element
 TOLERANCE = {"onnx": 1e-4}
-RELATIVE_TOLERANCE = {"onnx-int8": 0.25}
+RELATIVE_TOLERANCE = {"onnx-int8": 0.25, "onnx-mixed": 0.25}
 
 
 def close_to_fp32(exact: numpy.ndarray, fast: numpy.ndarray, mode: str) -> bool:
@@ -42,6 +42,7 @@ def close_to_fp32(exact: numpy.ndarray, fast: numpy.ndarray, mode: str) -> bool:
 IN_ONNX = {
     "onnx": ["char_encoder.words", "subword_encoder"],
     "onnx-int8": ["char_encoder.words", "char_layers.0", "sub_layers.0", "subword_encoder"],
+    "onnx-mixed": ["char_encoder.words", "char_layers.0", "sub_layers.0", "subword_encoder"],
 }
 LONG = "a long one, with many words and 😀 emoji " * 10
 
@@ -65,7 +66,7 @@ def _states(nlp, texts):
     return [(d._.entangle.subword, d._.entangle.char) for d in nlp.pipe(texts)]
 
 
-@pytest.mark.parametrize("mode", ["onnx", "onnx-int8"])
+@pytest.mark.parametrize("mode", ["onnx", "onnx-mixed", "onnx-int8"])
 def test_engine_outputs_are_close_to_fp32_and_padding_invariant(saved, mode):
     texts = [text for text, _, _ in TEXTS] + ["   ", LONG]
     exact = _states(_load(saved, "fp32"), texts)
@@ -233,6 +234,29 @@ def test_onnx_int8_runs_the_pytorch_parts_left_in_torch_int8(saved, monkeypatch)
     assert type(char.join[0]) is torch.nn.Linear and type(char.to_word[0]) is quantized
 
 
+def _int8_products(part) -> int:
+    """How many int8 weight products (MatMulInteger) the graphs of an engine part hold."""
+    import onnx
+
+    graphs = [g for g in part._graphs.values() if g is not None]
+    assert graphs, f"{part.part_name}: no graph exported"
+    return sum(n.op_type == "MatMulInteger" for g in graphs for n in onnx.load_from_string(g.data).graph.node)
+
+
+def test_onnx_mixed_keeps_the_pretrained_encoders_in_fp32_and_quantizes_the_added_layers(saved):
+    """onnx-mixed splits as int8 does: the subword encoder's and the copied layers' graphs in fp32
+    (no int8 product), each co-attention module's in int8, the grown encoder's front end in
+    torch's dynamic int8; onnx-int8 quantizes the encoders' graphs too."""
+    import torch
+
+    mixed, full = _engine(saved, "onnx-mixed"), _engine(saved, "onnx-int8")
+    assert _int8_products(mixed.subword_encoder) == 0 and _int8_products(mixed.char_encoder.words) == 0
+    assert _int8_products(full.subword_encoder) > 0 and _int8_products(full.char_encoder.words) > 0
+    for side in ("sub_layers", "char_layers"):
+        assert _int8_products(getattr(mixed, side)[0]) == _int8_products(getattr(full, side)[0]) > 0
+    assert type(mixed.char_encoder.join[0]) is torch.ao.nn.quantized.dynamic.Linear
+
+
 def _engine(path, mode):
     nlp = _load(path, mode)
     _states(nlp, [TEXTS[0][0]])
@@ -310,7 +334,7 @@ def test_missing_onnxruntime_predicts_fp32_with_a_warning_naming_the_override(
     assert loaded(TEXTS[0][0]).text == TEXTS[0][0]
 
 
-@pytest.mark.parametrize("mode", ["onnx", "onnx-int8"])
+@pytest.mark.parametrize("mode", ["onnx", "onnx-mixed", "onnx-int8"])
 def test_onnx_modes_elsewhere_than_the_cpu_predict_fp32_with_a_warning(mode, monkeypatch):
     import spacy_entangle.modeling.inference as inference
 

@@ -31,6 +31,7 @@ DOCS = [text for text, _, _ in TEXTS] + ["a longer one, with many words and 😀
 ENGINE_PARTS = {
     "onnx": ["char_encoder.words", "subword_encoder"],
     "onnx-int8": ["char_encoder.words", "char_layers.0", "sub_layers.0", "subword_encoder"],
+    "onnx-mixed": ["char_encoder.words", "char_layers.0", "sub_layers.0", "subword_encoder"],
 }
 
 
@@ -64,8 +65,8 @@ def _parts(nlp):
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory, grown_dir, bert_dir):
     """The shipped shape on tiny backbones: `plain` saved as trained, `cached` saved in
-    onnx-int8 after both engine modes exported their graphs (the one onnx-int8 export of
-    this module), with the states each mode predicted."""
+    onnx-int8 after every engine mode exported its graphs (the one export of each in this
+    module), with the states each mode predicted."""
     for name in ("onnxruntime", "onnx", "onnxscript"):
         pytest.importorskip(name)
     nlp = build(grown_dir, bert_dir, components=("ner",), side="both", n_coattention=1, store_output=False)
@@ -75,7 +76,7 @@ def saved(tmp_path_factory, grown_dir, bert_dir):
     fast = spacy.load(root / "plain", config=_config("onnx-int8"))
     shim = fast.get_pipe("entangle").model.shims[0]
     states = {}
-    for mode in ("onnx-int8", "onnx"):
+    for mode in ("onnx-int8", "onnx", "onnx-mixed"):
         shim.set_inference(mode)
         states[mode] = _states(fast)  # the first prediction exports the mode's graphs
     fast.to_disk(root / "cached")
@@ -83,7 +84,7 @@ def saved(tmp_path_factory, grown_dir, bert_dir):
 
 
 def test_saved_graphs_are_read_on_load_instead_of_exported(saved, monkeypatch, caplog):
-    """The cached pipeline holds both modes' graphs; loading it exports nothing (an export
+    """The cached pipeline holds every engine mode's graphs; loading it exports nothing (an export
     would fail here and warn), runs the same parts and predicts the same states."""
     import spacy_entangle.modeling.engines.onnx as engine
 
@@ -94,7 +95,7 @@ def test_saved_graphs_are_read_on_load_instead_of_exported(saved, monkeypatch, c
     monkeypatch.setattr(engine, "_write_graph", no_export)
     with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.INFO, "spacy_entangle"):
         warnings.simplefilter("always")
-        for mode in ("onnx-int8", "onnx"):
+        for mode in ("onnx-int8", "onnx-mixed", "onnx"):
             nlp = spacy.load(root / "cached", config=_config(mode))
             _same(_states(nlp), states[mode])
             assert _parts(nlp) == ENGINE_PARTS[mode]
@@ -110,6 +111,10 @@ def test_saved_graphs_are_read_on_load_instead_of_exported(saved, monkeypatch, c
             "onnx-int8:char_layers.0/inputs5",
             "onnx-int8:sub_layers.0/inputs5",
             "onnx-int8:subword_encoder/input_ids",
+            "onnx-mixed:char_encoder.words/inputs_embeds",
+            "onnx-mixed:char_layers.0/inputs5",
+            "onnx-mixed:sub_layers.0/inputs5",
+            "onnx-mixed:subword_encoder/input_ids",
         ]
     )
 

@@ -358,7 +358,7 @@ def test_the_inference_literal_lists_the_modes():
     assert (
         get_args(get_type_hints(make_entangle)["inference"])
         == INFERENCE_SETTINGS
-        == ("auto", "fp32", "int8", "bf16", "onnx", "onnx-int8")
+        == ("auto", "fp32", "int8", "bf16", "onnx", "onnx-mixed", "onnx-int8")
     )
     assert INFERENCE_MODES == INFERENCE_SETTINGS[1:]
 

@@ -110,6 +110,7 @@ def onnx_model(
     keep_float_nodes: Sequence[str] = (),
     calibration: Optional[Calibration] = None,
     graphs: Optional[ModeGraphs] = None,
+    mode: Optional[str] = None,
 ) -> nn.Module:
     """A copy of ``model`` (an ``EntangleEncoder``, eval mode, tensors shared) whose encoders
     (and, with int8, co-attention modules) run in ONNX Runtime. int8: quantize the graphs of
@@ -121,8 +122,10 @@ def onnx_model(
     exports the subword encoder smoothed (modeling/smoothing.py) when it has BERT-style layers.
     ``graphs``: the graphs saved for these weights and settings, used instead of exporting; the
     engine adds the ones it exports (None: its own, not kept). Saved graphs need onnxruntime
-    alone; a part whose export fails (e.g. without onnx / onnxscript) runs in PyTorch."""
-    require_onnxruntime("onnx-int8" if int8 else "onnx", ("onnxruntime",))
+    alone; a part whose export fails (e.g. without onnx / onnxscript) runs in PyTorch.
+    ``mode``: the inference mode the messages name (default: onnx-int8 or onnx, by ``int8``)."""
+    mode = mode or ("onnx-int8" if int8 else "onnx")
+    require_onnxruntime(mode, ("onnxruntime",))
     store = graphs if graphs is not None else ModeGraphs({})
     if any(p.device.type != "cpu" for p in model.parameters()):
         raise ValueError("the ONNX Runtime engine runs on the CPU only; on a GPU use inference = 'bf16' or 'fp32'")
@@ -149,8 +152,7 @@ def onnx_model(
     if not parts and why is not None:
         # no exporter keeps its length dynamic: the export would fail on every load
         warnings.warn(
-            f"the char encoder ({_model_type(char)}) runs in PyTorch under inference = "
-            f"{'onnx-int8' if int8 else 'onnx'!r}: {why}",
+            f"the char encoder ({_model_type(char)}) runs in PyTorch under inference = {mode!r}: {why}",
             UserWarning,
             stacklevel=2,
         )
