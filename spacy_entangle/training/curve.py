@@ -20,14 +20,15 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import IO, Any, Callable, Dict, Iterable, List, Optional, Tuple, cast
 
 from spacy.language import Language
 from spacy.tokens import DocBin
 from spacy.training import Corpus
 from spacy.training.loggers import console_logger
 from spacy.training.loop import create_evaluation_callback
-from spacy.util import registry
+from spacy.util import dot_to_object, registry
+from thinc.api import Config
 
 LogStep = Callable[[Optional[Dict[str, Any]]], None]
 
@@ -47,9 +48,10 @@ def count_words(path: Path) -> int:
 
 def _block(config: Dict[str, Any], dot_name: str) -> Dict[str, Any]:
     """The config block a dot name such as ``corpora.dev`` names ({} where there is none)."""
-    section: Any = config
-    for part in dot_name.split("."):
-        section = section.get(part, {}) if isinstance(section, dict) else {}
+    try:
+        section = dot_to_object(cast(Config, config), dot_name)  # spaCy's own walk of a dot name
+    except KeyError:
+        return {}
     return section if isinstance(section, dict) else {}
 
 
@@ -219,7 +221,7 @@ def final_point(nlp: Language, points: List[Dict[str, Any]], step: int, extra_de
         raise ValueError(f"final_point: step {step} is not after the curve's last point ({last['step']})")
     config = nlp.config.interpolate()
     # the dev reader alone: resolving its whole section would need the train corpus's path too
-    dev = registry.resolve({"reader": _block(config, config["training"]["dev_corpus"])})["reader"]
+    dev = registry.resolve({"reader": dot_to_object(config, config["training"]["dev_corpus"])})["reader"]
     score, scores = create_evaluation_callback(nlp, dev, config["training"]["score_weights"])()
     reader = _dev_reader_settings(config)
     extra = {name: _floats(nlp.evaluate(list(Corpus(p, **reader)(nlp)))) for name, p in extra_dev.items()}
