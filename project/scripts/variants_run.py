@@ -393,6 +393,48 @@ def resumable_overrides(output: Path, eval_frequency: int) -> List[str]:
     ]
 
 
+# under RESUMED: the best checkpoint of the loops before the last resume (`spacy train` empties
+# model-best at its start, so a resumed loop would otherwise forget a best reached before it)
+EARLIER_BEST = "model-best"
+
+
+def checkpoint_score(model: Path) -> float:
+    """The weighted dev score spaCy chose a model-best by: its meta's performance under the
+    score weights of its own config."""
+    from thinc.api import Config
+
+    weights = Config().from_disk(model / "config.cfg", interpolate=False)["training"]["score_weights"]
+    performance = json.loads((model / "meta.json").read_text(encoding="utf8")).get("performance", {})
+    return sum(float(performance.get(key) or 0.0) * weight for key, weight in weights.items() if weight)
+
+
+def keep_best(output: Path) -> None:
+    """Before a resumed loop starts: the better of the interrupted loop's model-best and the one
+    kept from earlier loops goes under RESUMED, out of `spacy train`'s way."""
+    current, kept = output / "model-best", output / RESUMED / EARLIER_BEST
+    if not current.exists():
+        return
+    if kept.exists() and checkpoint_score(kept) >= checkpoint_score(current):
+        shutil.rmtree(current)
+        return
+    shutil.rmtree(kept, ignore_errors=True)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(current), str(kept))
+
+
+def restore_best(output: Path) -> None:
+    """After a resumed run's end: model-best is the best checkpoint of all its loops, the best
+    dev evaluation a curve reports."""
+    kept, current = output / RESUMED / EARLIER_BEST, output / "model-best"
+    if not kept.exists():
+        return
+    if current.exists() and checkpoint_score(current) >= checkpoint_score(kept):
+        return
+    shutil.rmtree(current, ignore_errors=True)
+    shutil.move(str(kept), str(current))
+    print(f"✔ {current}: the best checkpoint of an earlier loop of this run ({pct(checkpoint_score(current), 2)})")
+
+
 def finished(output: Path) -> bool:
     """A curve run that ran to its end: train-one clears the resume state after it."""
     return not (output / OPTIMIZER_STATES).exists() and (output / "model-best").exists()
@@ -451,6 +493,7 @@ def resume_overrides(
                 raise SystemExit(f"variants.py: --resume: no model-last in {output} to continue from")
             weights.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(output / "model-last"), str(weights))
+        keep_best(output)
         for older in weights.parent.glob("step-*"):  # the weights of an earlier resume
             if older != weights:
                 shutil.rmtree(older, ignore_errors=True)
@@ -531,6 +574,7 @@ def train_one(
             raise SystemExit("variants.py: --resume needs the run's --max-steps (the config has none)")
         if finished(output) and not dry_run:  # one trained before the final point was scored
             score_final(output, curve, total, extra_dev)
+            restore_best(output)
         resumed = resume_overrides(output, curve, total, dry_run)
         if resumed is not None:
             override += resumed[0]
@@ -564,6 +608,7 @@ def train_one(
     waited = patience if patience is not None else _config_training(config, "patience")
     if curve is not None and total and (not waited or waited >= total):  # patience cannot have ended it
         score_final(output, curve, total, extra_dev)
+    restore_best(output)
     for done in (output / OPTIMIZER_STATES, output / RESUMED):  # a finished run continues no more
         shutil.rmtree(done, ignore_errors=True)
 

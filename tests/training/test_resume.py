@@ -158,6 +158,44 @@ def test_resume_needs_a_curve_with_a_point_and_a_saved_state(tmp_path):
     assert r.returncode != 0 and "yes or no" in r.output
 
 
+def _checkpoint(folder: Path, ents_f: float, ents_p: float) -> Path:
+    """A model-best folder as `spacy train` writes it, as far as choosing one reads it: the
+    config's score weights and the meta's performance."""
+    folder.mkdir(parents=True)
+    (folder / "config.cfg").write_text(
+        "[training]\n\n[training.score_weights]\nents_f = 1.0\nents_p = 0.0\nents_per_type = null\n",
+        encoding="utf8",
+    )
+    meta = {"performance": {"ents_f": ents_f, "ents_p": ents_p, "ents_per_type": {"x": {"f": 1.0}}}}
+    (folder / "meta.json").write_text(json.dumps(meta), encoding="utf8")
+    return folder
+
+
+def test_a_resumed_run_keeps_the_best_checkpoint_of_every_loop(tmp_path):
+    """`spacy train` empties model-best when a resumed loop starts: the checkpoint of a best dev
+    score reached before the resume is kept aside and comes back at the end when no later
+    evaluation beat it, so model-best is the best of the whole run, as its curve reports."""
+    from variants_run import RESUMED, checkpoint_score, keep_best, restore_best
+
+    out = tmp_path / "training"
+    _checkpoint(out / "model-best", 0.56, 0.9)
+    assert checkpoint_score(out / "model-best") == pytest.approx(0.56)  # ents_p weighs 0
+    keep_best(out)  # the first resume: the interrupted loop's best goes aside
+    assert not (out / "model-best").exists() and (out / RESUMED / "model-best" / "meta.json").exists()
+    _checkpoint(out / "model-best", 0.54, 0.0)  # the second loop's best, worse
+    keep_best(out)  # the second resume: the better one stays aside
+    assert checkpoint_score(out / RESUMED / "model-best") == pytest.approx(0.56)
+    _checkpoint(out / "model-best", 0.55, 0.0)  # the last loop's best, still worse
+    restore_best(out)
+    assert checkpoint_score(out / "model-best") == pytest.approx(0.56)
+    assert not (out / RESUMED / "model-best").exists()
+    # a later loop that beats it keeps its own
+    _checkpoint(out / RESUMED / "model-best", 0.50, 0.0)
+    restore_best(out)
+    assert checkpoint_score(out / "model-best") == pytest.approx(0.56)
+    restore_best(tmp_path / "never-resumed")  # nothing kept: nothing to do
+
+
 @pytest.mark.slow
 def test_a_curve_run_killed_halfway_finishes_its_schedule(tmp_path, shared_data, canine_dir, bert_dir):
     """`variants.py train-one --curve` to 30 steps, killed (the whole process group, as the end
@@ -219,3 +257,6 @@ def test_a_curve_run_killed_halfway_finishes_its_schedule(tmp_path, shared_data,
     assert started == pytest.approx(rate) and started > 0
     assert not (out / "optimizer").exists() and not (out / "resumed").exists()
     assert (out / "model-best" / "meta.json").exists() and (out / "model-last" / "meta.json").exists()
+    # model-best is the best evaluation of both loops, not only of the resumed one
+    best = json.loads((out / "model-best" / "meta.json").read_text(encoding="utf8"))["performance"]["ents_f"]
+    assert best == pytest.approx(max(p["scores"]["dev"]["ents_f"] for p in after if not p.get("final")), abs=1e-6)
