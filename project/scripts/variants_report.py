@@ -508,7 +508,12 @@ def selection_table(selection: Dict) -> List[str]:
     budgets = any(row.get("steps") is not None for row, _ in rows)
     header = ["model", "recipe"] + (["steps"] if budgets else [])
     header += ["seeds", "dev F1", f"F1 at noise {rate}", f"drop at {rate}"]
-    header += [f"drop / {ref['name']}'s" for ref in references] + ["select score"]
+    # a reference at two budgets (the baseline at its own and at the earlier rounds') is told
+    # apart by its steps
+    header += [
+        f"drop / {ref['name']} {ref['steps']:,}'s" if budgets and ref.get("steps") else f"drop / {ref['name']}'s"
+        for ref in references
+    ] + ["select score"]
     lines = []
     for row, is_reference in rows:
         chosen = not is_reference and is_chosen(selection, row)
@@ -543,9 +548,18 @@ def selection_table(selection: Dict) -> List[str]:
             "its best dev evaluation (the model-best spaCy keeps). Rows trained to their own budget read off "
             "their learning curves come from `project/meta/budget/` ([curves.md](curves.md))."
         )
-    rounds = sorted({(str(row["from"]), str(row.get("min_seeds", "?"))) for row, _ in rows if row.get("from")})
+    rounds: Dict[str, List[str]] = {}
+    for row, _ in rows:
+        if row.get("from"):
+            least = str(row.get("min_seeds", "?"))
+            rounds.setdefault(str(row["from"]), [])
+            if least not in rounds[str(row["from"])]:
+                rounds[str(row["from"])].append(least)
     if rounds:
-        where = "; ".join(f"`{path}` of that round, which admitted {least}+ seeds" for path, least in rounds)
+        where = "; ".join(
+            f"`{path}` of that round, which admitted {' or '.join(f'{n}+' for n in sorted(least))} seeds"
+            for path, least in sorted(rounds.items())
+        )
         notes.append(
             f"(earlier round): the figures as an earlier round recorded them ({where}), not measured again; "
             "recorded to 0.01 points by an older `select`, a spread can differ by 0.1 from that round's own table."

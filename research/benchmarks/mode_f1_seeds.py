@@ -6,16 +6,19 @@ difference from fp32 (mode - fp32, in F1 points), per seed and as mean ± sample
     python research/benchmarks/mode_f1_seeds.py render docs/results/data/mode_f1/*.json
     python research/benchmarks/mode_f1_seeds.py render docs/results/data/mode_f1/*.json \\
         --page docs/results/speed.md [--check]
+    python research/benchmarks/mode_f1_seeds.py render docs/results/data/mode_f1_both_mild/seed*.json \\
+        --page docs/results/speed.md --block both-mild
 
 With --page the table replaces what lies between the page's `<!-- mode-f1:start -->` and
-`<!-- mode-f1:end -->` markers; --check fails (exit 1) when the page differs instead.
+`<!-- mode-f1:end -->` markers (with --block NAME: `<!-- mode-f1-NAME:start -->` ...; a page can
+hold one table per recipe); --check fails (exit 1) when the page differs instead.
 
 `modes` puts beside it what each mode costs in speed, from one side-by-side run of
 `speed_compare.py --output` (one process, the baseline and every mode): the README's table
 of the modes, between its `<!-- modes:start -->` / `<!-- modes:end -->` markers.
 
-    python research/benchmarks/mode_f1_seeds.py modes docs/results/data/mode_f1/*.json \
-        --speed docs/results/data/speed_modes_after_default.json --page README.md [--check]
+    python research/benchmarks/mode_f1_seeds.py modes docs/results/data/mode_f1_both_mild/seed*.json \
+        --speed docs/results/data/speed_modes_both_mild_all.json --page README.md [--check]
 """
 
 import argparse
@@ -28,13 +31,17 @@ from typing import Dict, List, Sequence, Tuple
 
 START, END = "<!-- mode-f1:start -->", "<!-- mode-f1:end -->"
 MODES_START, MODES_END = "<!-- modes:start -->", "<!-- modes:end -->"
-# what a user reads beside each mode's figures (docs/inference.md has the whole story)
+# what a user reads beside each mode's figures (docs/inference.md has the whole story); the
+# row of the mode `auto` picks on a CPU says so
 MODE_NOTES = {
     "fp32": "the exact model",
-    "int8": "**the CPU default** (`auto`): torch's dynamic int8 of the new layers, nothing to install",
+    "int8": "torch's dynamic int8 of the layers the model adds, nothing to install",
     "onnx": "ONNX Runtime, the same fp32 model (states within 1e-4); the `onnx` extra",
+    "onnx-mixed": "ONNX Runtime with `int8`'s split (the pretrained encoders in fp32, the added layers in int8); "
+    "the `onnx` extra",
     "onnx-int8": "ONNX Runtime's int8 of every encoder, the fastest; the `onnx` extra",
 }
+DEFAULT_NOTE = "**the CPU default** (`auto`)"
 CLEAN, NOISY = "dev.spacy", "dev_noise0.5.spacy"
 
 
@@ -98,10 +105,11 @@ def render(files: Sequence[Path]) -> str:
     return "\n".join(lines)
 
 
-def modes(files: Sequence[Path], speed: Path, smoothing: object = None) -> str:
+def modes(files: Sequence[Path], speed: Path, smoothing: object = None, default: str = "") -> str:
     """The README's table: per CPU mode, words/s against the baseline from one side-by-side run
     and the F1 difference from fp32 over the seeds (mean ± sample std; onnx-int8 at the
-    smoothing setting given, the default's: off)."""
+    smoothing setting given, the default's: off); the row of ``default`` (what `auto` picks on
+    a CPU) says so."""
     run = json.loads(speed.read_text(encoding="utf8"))
     if "models" not in run.get("pipelines", {}) or "settings" not in run:
         raise ValueError(f"{speed} is not a `speed_compare.py --output` file (no settings / pipelines.models)")
@@ -121,6 +129,7 @@ def modes(files: Sequence[Path], speed: Path, smoothing: object = None) -> str:
             per_seed = table.get(label(mode, smoothing), {})
             clean = _mean_std([per_seed[s][CLEAN] for s in seeds if s in per_seed]) or "–"
             noisy = _mean_std([per_seed[s][NOISY] for s in seeds if s in per_seed]) or "–"
+        note = f"{DEFAULT_NOTE}: {note}" if mode == default else note
         lines.append(f"| `{mode}` | {ratio} | {clean} | {noisy} | {note} |")
     settings = run["settings"]
     features = ", ".join(settings.get("cpu_int8") or []) or "no VNNI or AMX"
@@ -161,6 +170,7 @@ def main(argv: Sequence[str]) -> int:
     r.add_argument("files", nargs="+", type=Path)
     r.add_argument("--page", type=Path)
     r.add_argument("--check", action="store_true")
+    r.add_argument("--block", default="", help="the page's block for this table: mode-f1-BLOCK (default: mode-f1)")
     m = sub.add_parser("modes")
     m.add_argument("files", nargs="+", type=Path)
     m.add_argument("--speed", type=Path, required=True, help="a speed_compare.py --output JSON with every CPU mode")
@@ -168,11 +178,14 @@ def main(argv: Sequence[str]) -> int:
     m.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
     if args.command == "modes":
-        from spacy_entangle.modeling.inference import ONNX_INT8_SMOOTHING  # the default's setting
+        from spacy_entangle.modeling.inference import AUTO_CPU_MODE, ONNX_INT8_SMOOTHING  # the default's
 
-        table, start, end = modes(sorted(args.files), args.speed, ONNX_INT8_SMOOTHING), MODES_START, MODES_END
+        table = modes(sorted(args.files), args.speed, ONNX_INT8_SMOOTHING, AUTO_CPU_MODE)
+        start, end = MODES_START, MODES_END
     else:
         table, start, end = render(sorted(args.files)), START, END
+        if args.block:
+            start, end = (marker.replace("mode-f1", f"mode-f1-{args.block}") for marker in (START, END))
     if args.page is None:
         print(table)
         return 0

@@ -12,13 +12,15 @@ SHIPPED: Dict[str, Recipe] = {
         ("ner",),
         """\
 # WNUT-17 NER, CPU preset: the recipe of the shipped en_entangle_wnut (project/project.yml's
-# ship_variant, `entangle-aug`): pretrained MiniLM-L6 (subword side) + the char encoder grown
+# ship_variant, `both-mild`): pretrained MiniLM-L6 (subword side) + the char encoder grown
 # from it (backbones/grown, see [paths]: no pretrained character encoder is reachable offline),
-# NER on both sides, trained with the char-noise augmenter (see [corpora.train]). Train from
-# project/, where `backbones` and `pretrain-grown` put the two encoders. The comparison's other
-# char encoders go in with --paths.char_backbone (e.g. backbones/canine-masked from
-# `pretrain-chars`), the other sides with --components.ner.model.tok2vec.side subword|char,
-# no augmenter with --corpora.train.augmenter null.
+# NER on both sides, trained with a mild char-noise augmenter (see [corpora.train]) for the
+# budget read off its learning curve (total_steps). Train from project/, where `backbones`
+# and `pretrain-grown` put the two encoders. The comparison's other char encoders go in with
+# --paths.char_backbone (e.g. backbones/canine-masked from `pretrain-chars`), the other sides
+# with --components.ner.model.tok2vec.side subword|char, no augmenter with
+# --corpora.train.augmenter null.
+
 """,
     ),
     "ner_paper.cfg": Recipe(

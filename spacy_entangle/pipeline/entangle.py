@@ -141,8 +141,8 @@ def make_entangle(
         not saved with the weights), one of
           "fp32": the exact model (the default);
           "auto": the device's default, for shipped pipelines: on a CPU the fastest mode
-            that keeps fp32's accuracy (modeling/inference.py's AUTO_CPU_MODE, "int8"),
-            on a GPU the model itself;
+            that keeps fp32's accuracy (modeling/inference.py's AUTO_CPU_MODE,
+            "onnx-mixed"; "int8" where onnxruntime is missing), on a GPU the model itself;
           "int8": dynamic int8 quantization of the Linear layers (CPU);
           "bf16": bfloat16 autocast;
           "onnx": ONNX Runtime, the same model in fp32 (CPU);

@@ -44,6 +44,7 @@ TINY_VARS = {
     "char_heads": 2,
     "max_steps": 4,
     "baseline_max_steps": 4,
+    "ship_steps": 4,
     "eval_frequency": 2,
     "package_version": "0.0.1",
     "plugin_src": str(ROOT),  # the project runs from a copy: build the plugin from the checkout
@@ -108,9 +109,11 @@ def test_project_yml_is_valid():
     commands = {c["name"]: c for c in cfg["commands"]}
     assert cfg["workflows"]["all"] == ["data", "backbones", "pretrain-grown", "corpus", "train", "package", "install"]
     assert cfg["workflows"]["baseline"][-2:] == ["train-baseline", "compare"]
-    # each model at its own budget, read off its learning curve: the baseline's is the longer
-    assert cfg["vars"]["baseline_max_steps"] > cfg["vars"]["max_steps"]
+    # each model at its own budget, read off its learning curve; en_entangle_wnut's `train` at
+    # one that fits `make wnut`'s 90 minutes, at most its recipe's
     assert f"--max-steps {cfg['vars']['baseline_max_steps']} " in commands["train-baseline"]["script"][0]
+    assert cfg["vars"]["ship_steps"] <= cfg["vars"]["budget_steps"]
+    assert f"--max-steps {cfg['vars']['ship_steps']} " in commands["train"]["script"][0]
     ship = cfg["vars"]["ship_variant"]
     # the learning curve: the shipped recipe by default, one run, dev at noise 0.5 beside dev,
     # its file where `scripts/curves.py collect` looks for it
@@ -124,9 +127,14 @@ def test_project_yml_is_valid():
     assert "--extra-dev dev_noise0.5=noisy/dev_noise0.5.spacy" in curve
     # each model's seeds at its own budget: by default the shipped recipe at the shipped budget
     budget = commands["budget"]["script"][0]
-    assert cfg["vars"]["budget_variant"] == ship and cfg["vars"]["budget_steps"] == cfg["vars"]["max_steps"]
-    assert f"train-one {ship} --resume no --seed {{seed}} " in budget and "--patience 600 " in budget
-    assert f"--curve metrics/budget/{ship}_600_seed{{seed}}.jsonl" in budget
+    steps = cfg["vars"]["budget_steps"]
+    assert cfg["vars"]["budget_variant"] == ship
+    assert f"train-one {ship} --resume no --seed {{seed}} " in budget and f"--patience {steps} " in budget
+    assert f"--curve metrics/budget/{ship}_{steps}_seed{{seed}}.jsonl" in budget
+    # `select` puts the recipe's seeds at that budget against the earlier rounds and the baseline's
+    select = commands["select"]["script"][0]
+    assert f"select {ship}@{steps} --prior meta/selection.json " in select
+    assert f"--reference baseline@{cfg['vars']['baseline_max_steps']} " in select
     for name, steps in cfg["workflows"].items():
         assert set(steps) <= set(commands), name
     for name, cmd in commands.items():
@@ -142,7 +150,7 @@ def test_project_yml_is_valid():
     ship = cfg["vars"]["ship_variant"]
     for part in [
         f"scripts/variants.py train {ship} --seeds 0",
-        "--max-steps 600",
+        f"--max-steps {cfg['vars']['ship_steps']}",
         "--eval-frequency 200",
         "--gpu-id -1",
         "--char-encoder grown --char-dir backbones/grown",
@@ -406,7 +414,7 @@ def test_data_command_names_the_fix(tmp_path):
 @needs_wnut
 def test_dry_run_of_all(tmp_path):
     project = _copy_project(tmp_path)
-    _, out = weasel(project, "all", {"wnut17_dir": str(WNUT), "tweets_dir": str(TWEETS), "max_steps": 7}, dry=True)
+    _, out = weasel(project, "all", {"wnut17_dir": str(WNUT), "tweets_dir": str(TWEETS), "ship_steps": 7}, dry=True)
     ship = srsly.read_yaml(PROJECT / "project.yml")["vars"]["ship_variant"]
     for part in [
         "scripts/data.py",
@@ -667,11 +675,16 @@ def test_committed_selection_is_what_the_project_ships(tmp_path):
     assert len(selection["candidates"]) >= 4 and selection["min_seeds"] >= 3
     assert all(len(c["seeds"]) >= c.get("min_seeds", selection["min_seeds"]) >= 2 for c in selection["candidates"])
     earlier = [c["name"] for c in selection["candidates"] if c.get("from")]
-    assert earlier == ["entangle-grown", "entangle-char-grown", "entangle-both-grown"]
+    assert earlier[:4] == ["entangle-grown", "entangle-char-grown", "entangle-both-grown", "entangle-aug"]
     assert {c["from"] for c in selection["candidates"] if c.get("from")} == {selection["prior"]}
     best = max(selection["candidates"], key=lambda c: c["score"])
     assert best["name"] == selection["chosen"] and len(best["seeds"]) >= 3 and "from" not in best
+    # the shipped recipe's seeds at its own budget, the baseline's at its own beside them
+    assert (
+        best["steps"] == selection["steps"] == project_vars["budget_steps"] and best["budget"] == "meta/budget/wnut17"
+    )
     assert selection["reference"]["name"] == "baseline" and len(selection["reference"]["seeds"]) == 3
+    assert selection["reference"]["steps"] == project_vars["baseline_max_steps"]
     ship = table[project_vars["ship_variant"]]
     assert ship.char_encoder == variants.DEFAULT and ship.side == selection["side"]
     assert ship.augment == selection["augment"] == best["augment"]
@@ -685,14 +698,17 @@ def test_committed_selection_is_what_the_project_ships(tmp_path):
 
     shutil.copy(ROOT / "configs" / ship.config, tmp_path / "config.cfg")
     record, sentence = variant_record(ship.name, None, selection, trained_augmenter(tmp_path))
-    assert record["augmenter"]["level"] == project_vars["aug_level"] and record["chosen_by_selection"]
-    assert f"a share {project_vars['aug_level']} of the training sentences" in sentence
+    level = project_vars["aug_level"] if ship.aug_level is None else ship.aug_level
+    assert record["augmenter"]["level"] == level == best["augmenter"]["level"] and record["chosen_by_selection"]
+    assert f"a share {level} of the training sentences" in sentence
     assert "char-noise augmenter" not in variant_record(ship.name, None, selection, (True, None))[1].split(".")[0]
     assert "(2 seeds, an earlier round)" in sentence and f"{ship.name} " in sentence
     # the project's `select` names the shipped variant and takes the earlier rounds from meta/
     commands = {c["name"]: c for c in srsly.read_yaml(PROJECT / "project.yml")["commands"]}
     select = commands["select"]["script"][0]
-    assert f"select {ship.name} --prior {selection['prior']} " in select and "--min-seeds 3" in select
+    assert f"select ${{vars.budget_variant}}@${{vars.budget_steps}} --prior {selection['prior']} " in select
+    assert (project_vars["budget_variant"], project_vars["budget_steps"]) == (ship.name, selection["steps"])
+    assert "--min-seeds 3" in select
     # another side, another char encoder, or the same side without the augmenter, is shipped
     # with a warning, not silently
     other = next(n for n in ("entangle", "entangle-char", "entangle-both") if table[n].side != selection["side"])
@@ -809,7 +825,7 @@ def test_wnut_project_end_to_end(tmp_path, monkeypatch):
         _, out = weasel(project, command, v, env=TINY_ENV)
         assert f"Skipping '{command}': nothing changed" in out
     # a changed setting re-runs
-    _, out = weasel(project, "train", dict(v, max_steps=3), env=TINY_ENV, dry=True)
+    _, out = weasel(project, "train", dict(v, ship_steps=3), env=TINY_ENV, dry=True)
     assert "Skipping" not in out
     # the wheel, installed BY NAME from packages/ (the README's `pip install --find-links
     # packages en_entangle_wnut`) into a folder of its own (not this environment), loaded by name

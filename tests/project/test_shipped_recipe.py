@@ -44,15 +44,20 @@ def test_init_config_writes_the_shipped_recipe(tmp_path):
     shipped = load_config(config_path(variant.config), interpolate=False)
     char_dir = variant.char_dir(Path("backbones"), project_vars["char_encoder"], project_vars["char_dir"])
     side_key = f"components.{variant.component}.{variant.side_key}"
-    # the augmenter the variant trains with (variants_run.py's --aug-level / --aug-rate
-    # defaults, project.yml's aug_level / aug_rate), or none
+    # the augmenter the variant trains with (its own level and rate where variants.yml names
+    # them, else variants_run.py's --aug-level / --aug-rate defaults, project.yml's aug_level /
+    # aug_rate), or none
     augmenter = json.loads(_train_command(variant, "ner_cpu.cfg")[1]) if variant.augment else None
     if variant.augment:
         assert augmenter == {
             "@augmenters": "spacy-entangle.char_noise_augmenter.v1",
-            "level": project_vars["aug_level"],
-            "rate": project_vars["aug_rate"],
+            "level": project_vars["aug_level"] if variant.aug_level is None else variant.aug_level,
+            "rate": project_vars["aug_rate"] if variant.aug_rate is None else variant.aug_rate,
         }
+    # the preset's budget is the recipe's, read off its learning curve (project.yml's budget_steps)
+    if variant.name == project_vars["budget_variant"]:
+        steps = project_vars["budget_steps"]
+        assert load_config(config_path(variant.config))["training"]["optimizer"]["learn_rate"]["total_steps"] == steps
     for name, config in (("init-config", written), (variant.config, shipped)):
         assert config["paths"]["char_backbone"] == char_dir, name
         assert _at(config, side_key) == variant.side, name
@@ -98,10 +103,11 @@ def _train_command(variant: Any, config: str) -> List[str]:
 
 
 def test_variants_train_with_or_without_the_presets_augmenter():
-    """The augmenter is the shipped preset's, and variants.yml's `augment` decides: entangle-aug
-    (the shipped recipe) trains with the preset's own augmenter, entangle-both (the same
-    without it) and the other ner_cpu.cfg variants turn it off by an override spaCy accepts,
-    the baseline preset has none (baseline-aug adds it)."""
+    """variants.yml's `augment` decides: a variant with it trains with its own level and rate,
+    else the project's (the shipped recipe's are the preset's own: test above), entangle-both
+    (the shipped recipe's side and settings, no augmenter) and the other ner_cpu.cfg variants
+    without it turn the preset's off by an override spaCy accepts, the baseline preset has
+    none (baseline-aug adds it)."""
     variants = load_variants(PROJECT / "variants.yml")
     project_vars = srsly.read_yaml(PROJECT / "project.yml")["vars"]
     ship = variants[project_vars["ship_variant"]]
@@ -122,15 +128,15 @@ def test_variants_train_with_or_without_the_presets_augmenter():
         pair = _train_command(variant, variant.config)
         if variant.augment:
             # the augmenter the variant asks for: its own level and rate where it names them
-            # (both-mild), else the preset's own, when it has one
+            # (both-mild), else the project's (variants_run.py's --aug-level / --aug-rate)
+            from variants_run import AUG_LEVEL, AUG_RATE
+
             asked = json.loads(pair[1]) if pair else None
             assert asked is not None, variant.name
-            if variant.aug_level is not None or variant.aug_rate is not None:
-                named = {"level": variant.aug_level, "rate": variant.aug_rate}
-                for key, value in named.items():
-                    assert value is None or asked[key] == value, (variant.name, key)
-            else:
-                assert own is None or asked == own, variant.name
+            named = {"level": variant.aug_level, "rate": variant.aug_rate}
+            defaults = {"level": AUG_LEVEL.default, "rate": AUG_RATE.default}
+            for key, value in named.items():
+                assert asked[key] == (defaults[key] if value is None else value), (variant.name, key)
         elif own is not None:
             assert pair == ["--corpora.train.augmenter", "null"], variant.name
         else:

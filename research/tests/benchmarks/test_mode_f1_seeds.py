@@ -10,7 +10,8 @@ import mode_f1_seeds  # research/benchmarks/mode_f1_seeds.py (setup.cfg: pytest 
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-DATA = REPO / "docs" / "results" / "data" / "mode_f1"
+DATA = REPO / "docs" / "results" / "data" / "mode_f1"  # entangle-aug's seeds, the recipe shipped before
+SHIPPED = REPO / "docs" / "results" / "data" / "mode_f1_both_mild"  # the shipped recipe's
 
 
 def _write(path: Path, smoothing, fp32, modes) -> Path:
@@ -54,6 +55,16 @@ def test_differences_per_seed_and_their_mean_and_sample_std(tmp_path):
     assert "| `fp32` (F1) | 50.00 / 40.00 |" in text
 
 
+def test_a_page_holds_one_table_per_recipe_in_its_own_block(tmp_path):
+    files = [_write(tmp_path / "seed0_x.json", None, {"dev.spacy": 0.5, "dev_noise0.5.spacy": 0.4}, {})]
+    page = tmp_path / "page.md"
+    first = f"{mode_f1_seeds.START}\nold\n{mode_f1_seeds.END}"
+    page.write_text(f"{first}\n<!-- mode-f1-other:start -->\nold\n<!-- mode-f1-other:end -->\n", encoding="utf8")
+    assert mode_f1_seeds.main(["render", str(files[0]), "--page", str(page), "--block", "other"]) == 0
+    text = page.read_text(encoding="utf8")
+    assert text.startswith(first) and "| `fp32` (F1) | 50.00 / 40.00 |" in text.split("mode-f1-other:start")[1]
+
+
 def test_a_file_without_its_seed_in_the_name_is_refused(tmp_path):
     path = _write(tmp_path / "scores.json", 0.5, {"dev.spacy": 0.5, "dev_noise0.5.spacy": 0.4}, {})
     with pytest.raises(ValueError, match="seedN"):
@@ -66,6 +77,9 @@ def test_the_page_and_the_committed_files_agree(tmp_path):
     assert (
         mode_f1_seeds.main(["render", *map(str, files), "--page", str(REPO / "docs/results/speed.md"), "--check"]) == 0
     )
+    shipped = [str(f) for f in sorted(SHIPPED.glob("seed*.json"))]
+    speed_md = str(REPO / "docs/results/speed.md")
+    assert mode_f1_seeds.main(["render", *shipped, "--page", speed_md, "--block", "both-mild", "--check"]) == 0
     page = tmp_path / "page.md"
     page.write_text(f"intro\n{mode_f1_seeds.START}\nold\n{mode_f1_seeds.END}\nrest\n", encoding="utf8")
     assert mode_f1_seeds.main(["render", *map(str, files), "--page", str(page), "--check"]) == 1
@@ -74,11 +88,11 @@ def test_the_page_and_the_committed_files_agree(tmp_path):
     assert page.read_text(encoding="utf8").startswith("intro\n") and page.read_text(encoding="utf8").endswith("rest\n")
 
 
-SPEED = REPO / "docs" / "results" / "data" / "speed_modes_after_default.json"
+SPEED = REPO / "docs" / "results" / "data" / "speed_modes_both_mild_all.json"
 
 
 def test_the_readmes_modes_table_is_the_committed_speed_run_and_seeds():
-    files = sorted(DATA.glob("*.json"))
+    files = sorted(SHIPPED.glob("seed*.json"))
     args = ["modes", *map(str, files), "--speed", str(SPEED), "--page", str(REPO / "README.md"), "--check"]
     assert mode_f1_seeds.main(args) == 0
 
@@ -108,11 +122,13 @@ def test_the_modes_table_puts_each_modes_speed_beside_its_f1_cost(tmp_path):
     run["pipelines"] = {"docs": 500, "reference": "base", "models": models}
     speed = tmp_path / "speed.json"
     speed.write_text(json.dumps(run), encoding="utf8")
-    lines = mode_f1_seeds.modes(files, speed).splitlines()
+    lines = mode_f1_seeds.modes(files, speed, default="int8").splitlines()
     assert lines[2].startswith("| `fp32` | 0.60x | reference | reference |")
-    assert lines[3].startswith("| `int8` | 0.70x | +0.10 ± 0.10 | +0.00 ± 0.00 |")
+    assert lines[3].startswith("| `int8` | 0.70x | +0.10 ± 0.10 | +0.00 ± 0.00 | **the CPU default** (`auto`)")
     assert lines[4].startswith("| `onnx` | – | – | – |")  # neither timed nor scored
-    assert lines[5].startswith("| `onnx-int8` | 1.05x | -1.00 ± 0.00 | -2.00 ± 0.00 |")
+    assert lines[5].startswith("| `onnx-mixed` | – | – | – |")
+    assert lines[6].startswith("| `onnx-int8` | 1.05x | -1.00 ± 0.00 | -2.00 ± 0.00 |")
+    assert sum("CPU default" in line for line in lines) == 1
     assert "CPU int8 features: avx512_vnni" in lines[-1] and "3 trained seeds" in lines[-1]
     speed.write_text(json.dumps({"models": models}), encoding="utf8")
     with pytest.raises(ValueError, match="not a `speed_compare.py --output` file"):
