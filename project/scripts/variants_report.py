@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import typer
 from _variants import DEFAULT, ENCODER_DIRS, HERE, VARIANTS_FILE, Variant, app, metrics_path, named_variants, score
@@ -548,13 +548,10 @@ def selection_table(selection: Dict) -> List[str]:
             "its best dev evaluation (the model-best spaCy keeps). Rows trained to their own budget read off "
             "their learning curves come from `project/meta/budget/` ([curves.md](curves.md))."
         )
-    rounds: Dict[str, List[str]] = {}
+    rounds: Dict[str, Set[str]] = {}
     for row, _ in rows:
         if row.get("from"):
-            least = str(row.get("min_seeds", "?"))
-            rounds.setdefault(str(row["from"]), [])
-            if least not in rounds[str(row["from"])]:
-                rounds[str(row["from"])].append(least)
+            rounds.setdefault(str(row["from"]), set()).add(str(row.get("min_seeds", "?")))
     if rounds:
         where = "; ".join(
             f"`{path}` of that round, which admitted {' or '.join(f'{n}+' for n in sorted(least))} seeds"

@@ -408,31 +408,31 @@ def checkpoint_score(model: Path) -> float:
     return sum(float(performance.get(key) or 0.0) * weight for key, weight in weights.items() if weight)
 
 
+def _keep_better(source: Path, target: Path) -> bool:
+    """Of two checkpoints, the better by ``checkpoint_score`` ends at ``target`` and ``source``
+    is gone (a missing one loses); True when ``source`` moved there."""
+    if not source.exists():
+        return False
+    if target.exists() and checkpoint_score(target) >= checkpoint_score(source):
+        shutil.rmtree(source)
+        return False
+    shutil.rmtree(target, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(source), str(target))
+    return True
+
+
 def keep_best(output: Path) -> None:
     """Before a resumed loop starts: the better of the interrupted loop's model-best and the one
     kept from earlier loops goes under RESUMED, out of `spacy train`'s way."""
-    current, kept = output / "model-best", output / RESUMED / EARLIER_BEST
-    if not current.exists():
-        return
-    if kept.exists() and checkpoint_score(kept) >= checkpoint_score(current):
-        shutil.rmtree(current)
-        return
-    shutil.rmtree(kept, ignore_errors=True)
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(current), str(kept))
+    _keep_better(output / "model-best", output / RESUMED / EARLIER_BEST)
 
 
 def restore_best(output: Path) -> None:
     """After a resumed run's end: model-best is the best checkpoint of all its loops, the best
     dev evaluation a curve reports."""
-    kept, current = output / RESUMED / EARLIER_BEST, output / "model-best"
-    if not kept.exists():
-        return
-    if current.exists() and checkpoint_score(current) >= checkpoint_score(kept):
-        return
-    shutil.rmtree(current, ignore_errors=True)
-    shutil.move(str(kept), str(current))
-    print(f"✔ {current}: the best checkpoint of an earlier loop of this run ({pct(checkpoint_score(current), 2)})")
+    if _keep_better(output / RESUMED / EARLIER_BEST, output / "model-best"):
+        print(f"✔ {output / 'model-best'}: the best checkpoint of an earlier loop of this run")
 
 
 def finished(output: Path) -> bool:
