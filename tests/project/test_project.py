@@ -113,6 +113,9 @@ def test_project_yml_is_valid():
     # one that fits `make wnut`'s 90 minutes, at most its recipe's
     assert f"--max-steps {cfg['vars']['baseline_max_steps']} " in commands["train-baseline"]["script"][0]
     assert cfg["vars"]["ship_steps"] <= cfg["vars"]["budget_steps"]
+    # spaCy keeps as model-best only what it evaluated: the budget's last step is an evaluation
+    # (with evaluations every 200 steps, a 700-step run ships its step-600 weights)
+    assert cfg["vars"]["ship_steps"] % cfg["vars"]["eval_frequency"] == 0
     assert f"--max-steps {cfg['vars']['ship_steps']} " in commands["train"]["script"][0]
     ship = cfg["vars"]["ship_variant"]
     # the learning curve: the shipped recipe by default, one run, dev at noise 0.5 beside dev,
