@@ -432,7 +432,8 @@ def restore_best(output: Path) -> None:
     """After a resumed run's end: model-best is the best checkpoint of all its loops, the best
     dev evaluation a curve reports."""
     if _keep_better(output / RESUMED / EARLIER_BEST, output / "model-best"):
-        print(f"✔ {output / 'model-best'}: the best checkpoint of an earlier loop of this run")
+        best = output / "model-best"
+        print(f"✔ {best}: the best checkpoint of an earlier loop of this run ({pct(checkpoint_score(best), 2)})")
 
 
 def finished(output: Path) -> bool:
