@@ -9,11 +9,16 @@ the feed-forward's output product of the copied layer 0) stay in float, instead 
 default's (inference.ONNX_INT8_FLOAT_NODES: none); `--keep-float-nodes ''` quantizes every node.
 The nodes left in float are printed. `--smoothing ALPHA` / `--smoothing off` sets the alpha of
 onnx-int8's activation smoothing of the subword encoder (inference.ONNX_INT8_SMOOTHING; off by default).
+`--int8-kernels default` is a what-if: ONNX Runtime's default int8 kernels everywhere, which on an
+x86 CPU without VNNI add pairs of products in saturating 16-bit lanes (the engine asks for its exact
+u8u8 ones there: engines/onnx.py INT8_KERNELS); on a CPU with VNNI both are exact, so run it there
+under an emulated CPU without VNNI (`qemu-x86_64 -cpu EPYC-Rome python ...`;
+research/benchmarks/int8_saturation.py). Whether the products were saturated is printed and recorded.
 
     OMP_NUM_THREADS=1 python research/benchmarks/int8_accuracy.py PIPELINE CORPUS.spacy [CORPUS.spacy ...]
         [--modes int8 onnx-int8] [--keep-float char_encoder.words.]
         [--keep-float-nodes 'char_encoder\.words/.*layer\.\d+/output/dense'] [--smoothing off]
-        [--output int8.json]
+        [--int8-kernels exact|default|u8u8] [--output int8.json]
 """
 
 import argparse
@@ -24,8 +29,10 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import spacy
+from int8_saturation import KERNELS, products, use_kernels
 from spacy.language import Language
 from spacy.training import Corpus
+from speed_timing import cpu_int8_features
 
 import spacy_entangle.modeling.inference as inference
 
@@ -74,9 +81,11 @@ def main(argv: List[str]) -> int:
     choices = [m for m in inference.INFERENCE_MODES if m != "fp32"]
     parser.add_argument("--modes", nargs="+", choices=choices, default=["int8"], help="the modes scored against fp32")
     parser.add_argument("--smoothing", type=smoothing_alpha, default=inference.ONNX_INT8_SMOOTHING, metavar="ALPHA|off")
+    parser.add_argument("--int8-kernels", choices=KERNELS, default="exact")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
     inference.ONNX_INT8_SMOOTHING = args.smoothing
+    use_kernels(args.int8_kernels)
     missing = [str(p) for p in [args.pipeline, *args.corpora] if not p.exists()]
     if missing:
         print(f"✘ not found: {', '.join(missing)}", file=sys.stderr)
@@ -99,6 +108,8 @@ def main(argv: List[str]) -> int:
         f"float in int8: {', '.join(inference.FLOAT_PREFIXES)} and what the char encoder's registered design keeps (CharDesign.int8_keep_float)"
     )
     print(f"float in onnx-int8: {', '.join(inference.ONNX_INT8_FLOAT_PREFIXES) or 'nothing'}")
+    got_products = products(args.int8_kernels)
+    print(f"ONNX Runtime's int8 kernels: {args.int8_kernels} (the int8 products on this CPU: {got_products})")
     if "onnx-int8" in kept:
         smoothing = "off" if args.smoothing is None else f"alpha {args.smoothing:g}"
         print(f"activation smoothing of the subword encoder in onnx-int8: {smoothing}")
@@ -114,6 +125,9 @@ def main(argv: List[str]) -> int:
             "float_in_int8": list(inference.FLOAT_PREFIXES),
             "float_nodes_in_onnx_int8": kept.get("onnx-int8", []),
             "onnx_int8_smoothing": args.smoothing,
+            "int8_kernels": args.int8_kernels,
+            "int8_products": got_products,
+            "cpu_int8": cpu_int8_features(),
         }
         args.output.write_text(json.dumps({**record, "fp32": fp32, **by_mode}, indent=2) + "\n", encoding="utf8")
     return 0

@@ -8,7 +8,12 @@ text, or not), each word's first piece read. --pipeline DIR: a trained pipeline'
 states, side by side in fp32 and in onnx-int8 with each smoothing, the rows its listeners read.
 
     OMP_NUM_THREADS=1 python research/benchmarks/int8_states.py --data ../shared/data/wnut17/dev.conll \
-        --limit 300 --encoder project/backbones/minilm [--pipeline PIPELINE] [--alphas 0.5 off]
+        --limit 300 --encoder project/backbones/minilm [--pipeline PIPELINE] [--alphas 0.5 off] \
+        [--int8-kernels exact|default|u8u8]
+
+`--int8-kernels default|u8u8`: ONNX Runtime's default int8 kernels everywhere (they saturate on
+a CPU without VNNI, which `qemu-x86_64 -cpu EPYC-Rome` emulates on one with it), or its u8u8 ones
+everywhere, instead of the engine's choice (research/benchmarks/int8_saturation.py).
 """
 
 import argparse
@@ -20,6 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy
 import torch
 from int8_accuracy import smoothing_alpha
+from int8_saturation import KERNELS, products, use_kernels
 from speed_data import read_sentences
 
 import spacy_entangle.modeling.inference as inference
@@ -101,13 +107,23 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     p.add_argument("--pipeline", type=Path, default=None, help="a pipeline with an `entangle` component")
     p.add_argument("--alphas", nargs="+", type=smoothing_alpha, default=[inference.ONNX_INT8_SMOOTHING, None])
     p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--int8-kernels", choices=KERNELS, default="exact")
     p.add_argument("--output", type=Path, default=None)
     args = p.parse_args(argv)
     if args.encoder is None and args.pipeline is None:
         p.error("give --encoder, --pipeline or both")
+    use_kernels(args.int8_kernels)
     sentences = [words for words, _ in read_sentences(args.data, args.limit)]
-    results: Dict[str, Any] = {"data": str(args.data), "sentences": len(sentences)}
-    print(f"{len(sentences)} sentences of {args.data}; relative error of onnx-int8's states against fp32")
+    results: Dict[str, Any] = {
+        "data": str(args.data),
+        "sentences": len(sentences),
+        "int8_kernels": args.int8_kernels,
+        "int8_products": products(args.int8_kernels),
+    }
+    print(
+        f"{len(sentences)} sentences of {args.data}; relative error of onnx-int8's states against fp32 "
+        f"({args.int8_kernels} int8 kernels: the products {results['int8_products']} on this CPU)"
+    )
     for alpha in args.alphas:
         label = "off" if alpha is None else f"alpha {alpha:g}"
         if args.encoder is not None:

@@ -257,6 +257,43 @@ def test_onnx_mixed_keeps_the_pretrained_encoders_in_fp32_and_quantizes_the_adde
     assert type(mixed.char_encoder.join[0]) is torch.ao.nn.quantized.dynamic.Linear
 
 
+@pytest.mark.parametrize("saturates", [False, True])
+def test_sessions_take_the_u8u8_int8_kernels_exactly_where_the_default_ones_saturate(saved, monkeypatch, saturates):
+    """ONNX Runtime's default int8 kernels on an x86 CPU without VNNI add pairs of uint8 x int8
+    products in saturating 16-bit lanes; its u8u8 kernels are exact but do not use VNNI (slower
+    where it is there). Every session the engine makes asks for the u8u8 ones where the probe of
+    the default ones comes back saturated, and none elsewhere (the probe's answer forced each way
+    here; the real one is the next test's)."""
+    from spacy_entangle.modeling.engines import onnx as engine
+
+    monkeypatch.setattr(engine, "default_int8_saturates", lambda: saturates)
+    model = _engine(saved, "onnx-int8")
+    graphs = [g for m in model.modules() if isinstance(m, engine._Part) for g in m._graphs.values() if g]
+    assert graphs
+    for graph in graphs:
+        options = graph.session.get_session_options()
+        if saturates:
+            assert options.get_session_config_entry("session.x64quantprecision") == "1"
+        else:
+            with pytest.raises(RuntimeError, match="x64quantprecision"):
+                options.get_session_config_entry("session.x64quantprecision")
+
+
+def test_the_probe_reads_whether_the_default_int8_kernels_saturate_and_the_engines_products_are_exact():
+    """The probe (a MatMulInteger whose every pair of products passes 16 bits) run with ONNX
+    Runtime's default kernels gives the engine's answer; through a session the engine makes, its
+    product is exact on this CPU, with or without VNNI."""
+    _needs_onnx()
+    import onnxruntime
+
+    from spacy_entangle.modeling.engines import onnx as engine
+
+    row = {"A": numpy.full((1, 64), 255, numpy.uint8)}
+    plain = onnxruntime.InferenceSession(engine._PROBE, providers=["CPUExecutionProvider"])
+    assert engine.default_int8_saturates() == bool((plain.run(None, row)[0] != engine.PROBE_EXACT).any())
+    assert (engine._session(engine._PROBE, threads=1).run(None, row)[0] == engine.PROBE_EXACT).all()
+
+
 def _engine(path, mode):
     nlp = _load(path, mode)
     _states(nlp, [TEXTS[0][0]])

@@ -32,8 +32,10 @@ subword encoder and the copied layers too (that is where its speed comes from): 
 fast mode, whose F1 cost a trained pipeline measures (research/benchmarks/int8_accuracy.py).
 """
 
+import base64
 import copy
 import ctypes
+import functools
 import importlib
 import itertools
 import os
@@ -582,13 +584,55 @@ def _write_graph(
         return path
 
 
-def _session(data: bytes, threads: int, arena: bool = False) -> Any:
-    """A CPU session of the graph ``data`` with ``threads`` intra-op threads (the thread count
-    torch has when it is made: OMP_NUM_THREADS, torch.set_num_threads), not every core, and
-    ONNX Runtime's memory arena only with ``arena`` (CPU_MEM_ARENA)."""
+# ONNX Runtime's default int8 kernels on an x86 CPU without VNNI (AVX2, or AVX-512 without VNNI)
+# add each pair of uint8 x int8 products in a saturating 16-bit lane: wide activations times
+# wide weights clip, and an int8 graph's output drifts from the model's. This session option has
+# it rewrite the int8 weights to uint8 and run its exact u8u8 kernels instead. Where the CPU has
+# VNNI or AMX the default kernels are exact and the option only costs: the u8u8 products do not
+# use VNNI (MiniLM's int8 graph ran about 2x slower with it on a Xeon with AMX), so it is set only
+# where a probe of the default kernels comes back saturated.
+U8U8_OPTION = ("session.x64quantprecision", "1")
+# the int8 kernels sessions are made with: "exact" (the u8u8 ones where the default ones
+# saturate, the default ones elsewhere); the research benchmarks' what-ifs: "default" (ONNX
+# Runtime's own choice everywhere, saturated on an x86 CPU without VNNI), "u8u8" (everywhere)
+INT8_KERNELS = "exact"
+# the probe: one MatMulInteger of a uint8 row of 64 255s by an int8 column of 64 127s, each pair
+# of products past 16 bits; exact, it returns 64 * 255 * 127. Serialized here (built by
+# research/benchmarks/int8_saturation.py with onnx.helper; a test checks they agree), so that a
+# pipeline with saved graphs needs onnxruntime alone.
+_PROBE = base64.b64decode(
+    "CAg6mAEKGAoBQQoBQhIBWSINTWF0TXVsSW50ZWdlchIFcHJvYmUqSwhACAEQA0IBQkpAf39/f39/f39/f39/f39/f39/f39/"
+    "f39/f39/f39/f39/f39/f39/f39/f39/f39/f39/f39/f39/f39/f39/f1oTCgFBEg4KDAgCEggKAggBCgIIQGITCgFZEg4K"
+    "DAgGEggKAggBCgIIAUIECgAQEQ=="
+)
+PROBE_EXACT = 64 * 255 * 127
+
+
+@functools.lru_cache(maxsize=1)
+def default_int8_saturates() -> bool:
+    """Whether ONNX Runtime's default int8 kernels saturate on this CPU, read off the probe's
+    product (not off CPU flags: the kernels are what ONNX Runtime picks, on any platform)."""
+    import numpy
     import onnxruntime  # type: ignore[import-untyped]  # (no py.typed)
 
     options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    session = onnxruntime.InferenceSession(_PROBE, options, providers=["CPUExecutionProvider"])
+    got = session.run(None, {"A": numpy.full((1, 64), 255, numpy.uint8)})[0]
+    return bool((got != PROBE_EXACT).any())
+
+
+def _session(data: bytes, threads: int, arena: bool = False) -> Any:
+    """A CPU session of the graph ``data`` with ``threads`` intra-op threads (the thread count
+    torch has when it is made: OMP_NUM_THREADS, torch.set_num_threads), not every core, ONNX
+    Runtime's memory arena only with ``arena`` (CPU_MEM_ARENA), and exact int8 products on every
+    CPU (INT8_KERNELS), so an int8 graph gives the same states with or without VNNI."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    if INT8_KERNELS == "u8u8" or (INT8_KERNELS == "exact" and default_int8_saturates()):
+        options.add_session_config_entry(*U8U8_OPTION)
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.enable_cpu_mem_arena = arena
