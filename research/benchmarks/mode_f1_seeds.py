@@ -17,8 +17,8 @@ hold one table per recipe); --check fails (exit 1) when the page differs instead
 `speed_compare.py --output` (one process, the baseline and every mode): the README's table
 of the modes, between its `<!-- modes:start -->` / `<!-- modes:end -->` markers.
 
-    python research/benchmarks/mode_f1_seeds.py modes docs/results/data/mode_f1_both_mild/seed*.json \
-        --speed docs/results/data/speed_modes_both_mild_all.json --page README.md [--check]
+    python research/benchmarks/mode_f1_seeds.py modes docs/results/data/mode_f1_exact/seed*.json \
+        --speed docs/results/data/speed_modes_amx_exact.json --page README.md [--check]
 """
 
 import argparse

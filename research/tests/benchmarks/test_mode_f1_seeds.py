@@ -11,7 +11,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 DATA = REPO / "docs" / "results" / "data" / "mode_f1"  # entangle-aug's seeds, the recipe shipped before
-SHIPPED = REPO / "docs" / "results" / "data" / "mode_f1_both_mild"  # the shipped recipe's
+SHIPPED = REPO / "docs" / "results" / "data" / "mode_f1_both_mild"  # the shipped recipe's, saturated int8
+# the shipped pipeline's (make wnut's budget), exact int8 products
+EXACT = REPO / "docs" / "results" / "data" / "mode_f1_exact"
 
 
 def _write(path: Path, smoothing, fp32, modes) -> Path:
@@ -80,6 +82,8 @@ def test_the_page_and_the_committed_files_agree(tmp_path):
     shipped = [str(f) for f in sorted(SHIPPED.glob("seed*.json"))]
     speed_md = str(REPO / "docs/results/speed.md")
     assert mode_f1_seeds.main(["render", *shipped, "--page", speed_md, "--block", "both-mild", "--check"]) == 0
+    exact = [str(f) for f in sorted(EXACT.glob("seed*.json"))]
+    assert mode_f1_seeds.main(["render", *exact, "--page", speed_md, "--block", "exact", "--check"]) == 0
     page = tmp_path / "page.md"
     page.write_text(f"intro\n{mode_f1_seeds.START}\nold\n{mode_f1_seeds.END}\nrest\n", encoding="utf8")
     assert mode_f1_seeds.main(["render", *map(str, files), "--page", str(page), "--check"]) == 1
@@ -88,11 +92,11 @@ def test_the_page_and_the_committed_files_agree(tmp_path):
     assert page.read_text(encoding="utf8").startswith("intro\n") and page.read_text(encoding="utf8").endswith("rest\n")
 
 
-SPEED = REPO / "docs" / "results" / "data" / "speed_modes_both_mild_all.json"
+SPEED = REPO / "docs" / "results" / "data" / "speed_modes_amx_exact.json"
 
 
 def test_the_readmes_modes_table_is_the_committed_speed_run_and_seeds():
-    files = sorted(SHIPPED.glob("seed*.json"))
+    files = sorted(EXACT.glob("seed*.json"))
     args = ["modes", *map(str, files), "--speed", str(SPEED), "--page", str(REPO / "README.md"), "--check"]
     assert mode_f1_seeds.main(args) == 0
 
