@@ -37,8 +37,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy
 
-K, N = 64, 1  # the probe's inner and output widths
-EXACT = K * 255 * 127
+K, N = 64, 1  # the probe's inner and output widths (engines/onnx.py PROBE_EXACT: K * 255 * 127)
 # the --int8-kernels choices of the int8 benchmarks: engines/onnx.py INT8_KERNELS
 KERNELS = ("exact", "default", "u8u8")
 
@@ -78,34 +77,37 @@ def probe_model() -> bytes:
 
 
 def probe(kernels: str) -> int:
-    """The probe's product through the engine's session maker with ``kernels``."""
+    """The engine's probe's product through its session maker with ``kernels``."""
     from spacy_entangle.modeling.engines import onnx as engine
 
     before = engine.INT8_KERNELS
     use_kernels(kernels)
     try:
-        session = engine._session(probe_model(), threads=1)
+        session = engine._session(engine._PROBE, threads=1)
     finally:
         engine.INT8_KERNELS = before
-    return int(session.run(None, {"A": numpy.full((1, K), 255, numpy.uint8)})[0][0, 0])
+    return engine.probe_product(session)
 
 
 def report() -> Dict[str, Any]:
     """The probe with each kernel choice, and whether the default ones saturate here (read off
     the products, not /proc/cpuinfo, which an emulator passes through from the host)."""
+    from spacy_entangle.modeling.engines.onnx import PROBE_EXACT
+
     got: Dict[str, Any] = {f"{k}_kernels": probe(k) for k in KERNELS}
-    return {"exact": EXACT, **got, "default_saturates": got["default_kernels"] != EXACT}
+    return {"exact": PROBE_EXACT, **got, "default_saturates": got["default_kernels"] != PROBE_EXACT}
 
 
 def print_probe() -> int:
     got = report()
+    exact = got["exact"]
     for name in [f"{k}_kernels" for k in KERNELS]:
         value = got[name]
-        share = "exact" if value == EXACT else f"{value / EXACT:.3f} of exact"
+        share = "exact" if value == exact else f"{value / exact:.3f} of exact"
         print(f"{name.replace('_', ' '):<16} {value:>10,} ({share})")
     saturates = got["default_saturates"]
     print("ONNX Runtime's default int8 kernels saturate on this CPU" if saturates else "no saturation here")
-    return 0 if got["exact_kernels"] == EXACT else 1
+    return 0 if got["exact_kernels"] == exact else 1
 
 
 def dump(encoder_dir: Path, data: Path, work: Path, limit: int, batch: int) -> int:

@@ -27,7 +27,7 @@ def test_the_engines_serialized_probe_is_the_model_the_benchmark_builds(engine):
     import int8_saturation
 
     assert engine._PROBE == int8_saturation.probe_model()
-    assert engine.PROBE_EXACT == int8_saturation.EXACT == 64 * 255 * 127
+    assert engine.PROBE_EXACT == int8_saturation.K * 255 * 127
 
 
 def test_the_probe_is_exact_with_the_engines_and_the_u8u8_kernels_and_says_whether_the_default_saturates(engine):
@@ -36,24 +36,25 @@ def test_the_probe_is_exact_with_the_engines_and_the_u8u8_kernels_and_says_wheth
     import int8_saturation
 
     got = int8_saturation.report()
-    assert got["exact_kernels"] == got["u8u8_kernels"] == int8_saturation.EXACT
+    assert got["exact"] == engine.PROBE_EXACT == 64 * 255 * 127
+    assert got["exact_kernels"] == got["u8u8_kernels"] == got["exact"]
     if got["default_saturates"]:
-        assert got["default_kernels"] < 0.6 * int8_saturation.EXACT
+        assert got["default_kernels"] < 0.6 * got["exact"]
     else:
-        assert got["default_kernels"] == int8_saturation.EXACT
+        assert got["default_kernels"] == got["exact"]
     assert got["default_saturates"] == engine.default_int8_saturates()
     assert engine.INT8_KERNELS == "exact"  # the probe leaves the engine's setting as it found it
 
 
 def test_use_kernels_switches_the_sessions_made_from_then_on(engine):
-    from int8_saturation import probe_model, use_kernels
+    from int8_saturation import use_kernels
 
     use_kernels("default")
-    options = engine._session(probe_model(), threads=1).get_session_options()
+    options = engine._session(engine._PROBE, threads=1).get_session_options()
     with pytest.raises(RuntimeError, match="x64quantprecision"):
         options.get_session_config_entry("session.x64quantprecision")
     use_kernels("u8u8")
-    options = engine._session(probe_model(), threads=1).get_session_options()
+    options = engine._session(engine._PROBE, threads=1).get_session_options()
     assert options.get_session_config_entry("session.x64quantprecision") == "1"
     with pytest.raises(ValueError, match="int8 kernels"):
         use_kernels("saturating")
