@@ -42,6 +42,7 @@ from ..modeling.inference import (
     prediction_copy,
 )
 from ..modeling.sizes import legacy_heads
+from ..modeling.skip_init import not_loaded, skipped_random_init
 from ..tokenization import CharSpec, SubwordSpec
 from ..tokenization.subwords import (
     Specials,
@@ -369,19 +370,13 @@ class EntangleShim(PyTorchShim):
         weights_sha256 = hashlib.sha256(weights).hexdigest()
         if CHECKSUM in files and weights_sha256 != files[CHECKSUM].decode("ascii"):
             raise ValueError("model.safetensors does not match its stored sha256: the weights are damaged")
-        verified = _check_sha256s(files)
+        verified_sha256s = _check_sha256s(files)
+        verified = verified_sha256s is not None and CHECKSUM in files
         saved = _json_file(files, VERSIONS) if VERSIONS in files else {}
 
         def mismatch(what: str, err: Exception) -> IncompatibleFilesError:
             return IncompatibleFilesError(library_mismatch(what, err, saved, verified))
 
-        encoders = []
-        for name in ("char_config.json", "subword_config.json"):
-            config = _json_file(files, name)
-            try:
-                encoders.append(encoder_from_config(config))
-            except Exception as err:  # re-raised naming the file
-                raise mismatch(f"{name} (model type {config.get('model_type')!r})", err) from err
         with tempfile.TemporaryDirectory() as tmp:
             names = []
             for name, data in files.items():
@@ -394,18 +389,47 @@ class EntangleShim(PyTorchShim):
                 tokenizer = AutoTokenizer.from_pretrained(tmp, use_fast=True, trust_remote_code=False)
             except Exception as err:  # re-raised naming the files
                 raise mismatch(f"the tokenizer files ({', '.join(sorted(names))})", err) from err
+        try:
+            state = load_safetensors(weights)
+        except Exception as err:  # re-raised naming the file
+            if CHECKSUM not in files:  # saved before the checksum: damage cannot be ruled out
+                raise ValueError(f"model.safetensors cannot be loaded: {type(err).__name__}: {err}") from err
+            raise mismatch("model.safetensors (into the encoders built from the saved configs)", err) from err
+        # every weight is about to be overwritten: not drawn at random first, unless the model
+        # holds random state the saved weights do not fill (then built again, drawn as usual)
+        with skipped_random_init() as init:
+            self._build_saved(files, tokenizer, state, mismatch)
+        built = self._model.state_dict()
+        if not_loaded(init.skipped, (built[k] for k in state if k in built)):
+            self._build_saved(files, tokenizer, state, mismatch)
+        self._graphs = GraphStore.from_files(files, weights_sha256, verified_sha256s)
+
+    def _build_saved(
+        self,
+        files: Dict[str, bytes],
+        tokenizer: Any,
+        state: Dict[str, torch.Tensor],
+        mismatch: Callable[[str, Exception], Exception],
+    ) -> None:
+        """The model of the saved configs, with the saved weights; each failure names its file."""
+        encoders = []
+        for name in ("char_config.json", "subword_config.json"):
+            config = _json_file(files, name)
+            try:
+                encoders.append(encoder_from_config(config))
+            except Exception as err:  # re-raised naming the file
+                raise mismatch(f"{name} (model type {config.get('model_type')!r})", err) from err
         specials = _trained_specials(files, tokenizer, getattr(encoders[1].config, "vocab_size", None))
         try:
             self._build(encoders[0], encoders[1], tokenizer, saved=True, specials=specials)
         except Exception as err:  # re-raised naming what was built
             raise mismatch("the model built from the saved configs and tokenizer", err) from err
         try:
-            _load_weights(self._model, load_safetensors(weights))
+            _load_weights(self._model, state)
         except Exception as err:  # re-raised naming the file
             if CHECKSUM not in files:  # saved before the checksum: damage cannot be ruled out
                 raise ValueError(f"model.safetensors cannot be loaded: {type(err).__name__}: {err}") from err
             raise mismatch("model.safetensors (into the encoders built from the saved configs)", err) from err
-        self._graphs = GraphStore.from_files(files, weights_sha256)
 
     def to_bytes(self) -> bytes:
         return srsly.msgpack_dumps({"config": self.cfg, "files": self.to_files()})
@@ -462,11 +486,11 @@ def _sha256s(files: Dict[str, bytes]) -> Dict[str, str]:
     return {name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items()) if name not in skip}
 
 
-def _check_sha256s(files: Dict[str, bytes]) -> bool:
-    """Raise, naming them, when files do not match their stored sha256 (damage); True when
-    every file was verified, False for pipelines saved before the checksums were stored."""
+def _check_sha256s(files: Dict[str, bytes]) -> Optional[Dict[str, str]]:
+    """Raise, naming them, when files do not match their stored sha256 (damage); the verified
+    sha256 of each file but the weights, or None for pipelines saved before they were stored."""
     if FILE_CHECKSUMS not in files:
-        return False
+        return None
     try:
         stored = srsly.json_loads(files[FILE_CHECKSUMS].decode("utf8"))
     except Exception as err:  # re-raised naming the file
@@ -476,7 +500,7 @@ def _check_sha256s(files: Dict[str, bytes]) -> bool:
     if bad:
         kind = "the tokenizer files are" if all(n.startswith("tokenizer/") for n in bad) else "the saved files are"
         raise ValueError(f"{kind} damaged: {', '.join(bad)} missing or not matching the stored sha256")
-    return CHECKSUM in files
+    return actual
 
 
 def _trained_specials(files: Dict[str, bytes], tokenizer: Any, vocab_size: Optional[int]) -> Specials:

@@ -324,3 +324,46 @@ def test_weights_that_lack_a_parameter_still_fail(saved, tmp_path):
     _edit_shim_files(path / "entangle" / "model", _edit_weights(lambda state: state.pop(name)))
     with pytest.raises(ValueError, match=f"the weights do not fit the model: missing \\['{name}'\\]"):
         spacy.load(path)
+
+
+@pytest.mark.issue(51)
+def test_a_load_draws_no_random_weights_and_predicts_as_saved(saved):
+    """Every weight of a saved pipeline is loaded, so building it draws none at random (torch's
+    random state is as it was) and it predicts what the pipeline it was saved from predicts."""
+    import torch
+
+    torch.manual_seed(0)
+    before = torch.random.get_rng_state()
+    nlp = spacy.load(saved)
+    assert torch.equal(torch.random.get_rng_state(), before)
+    text = "Apple is buying a U.K. startup"
+    torch.manual_seed(1)  # the other load draws at random if it has to: it must not matter
+    assert nlp(text).to_json()["ents"] == spacy.load(saved)(text).to_json()["ents"]
+
+
+@pytest.mark.issue(51)
+def test_random_state_that_is_not_saved_is_drawn_after_all(saved, monkeypatch):
+    """A model with a random buffer that is neither saved nor rebuilt (the skipped init would
+    leave it as allocated) is built again, drawn as usual."""
+    import torch
+
+    from spacy_entangle.layers import shim as shim_module
+
+    builds = []
+
+    class WithRandomBuffer(shim_module.EntangleEncoder):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.register_buffer("noise", torch.empty(64).normal_(), persistent=False)
+            builds.append(self)
+
+    monkeypatch.setattr(shim_module, "EntangleEncoder", WithRandomBuffer)
+    loaded = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        spacy.load(saved)
+        loaded.append(builds[-1].noise.clone())
+    assert len(builds) == 4  # each load: the skipped build, then the drawn one
+    torch.manual_seed(0)
+    assert torch.equal(loaded[0], loaded[1])
+    assert torch.isfinite(loaded[0]).all() and loaded[0].std() > 0.5

@@ -111,16 +111,20 @@ class GraphStore:
         return files
 
     @classmethod
-    def from_files(cls, files: Dict[str, bytes], weights_sha256: str) -> "GraphStore":
+    def from_files(
+        cls, files: Dict[str, bytes], weights_sha256: str, sha256s: Optional[Dict[str, str]] = None
+    ) -> "GraphStore":
         """The saved graphs that belong to these weights (the others are left out, and the
         reason kept). A manifest that cannot be read or a graph that does not match its
-        sha256 counts as not saved: the engine exports again rather than fail the load."""
+        sha256 counts as not saved: the engine exports again rather than fail the load.
+        ``sha256s``: the files' digests already computed by the caller (a graph is large:
+        hashed once per load)."""
         store = cls()
         prefix = f"{GRAPH_DIR}/"
         manifests = sorted(n for n in files if n.startswith(prefix) and n.endswith(f"/{MANIFEST}"))
         for path in manifests:
             mode = path[len(prefix) : -len(MANIFEST) - 1]
-            held = _read_manifest(files, path, weights_sha256)
+            held = _read_manifest(files, path, weights_sha256, sha256s or {})
             if isinstance(held, str):
                 store.reason = held
                 continue
@@ -128,7 +132,9 @@ class GraphStore:
         return store
 
 
-def _read_manifest(files: Dict[str, bytes], path: str, weights_sha256: str) -> Union[ModeGraphs, str]:
+def _read_manifest(
+    files: Dict[str, bytes], path: str, weights_sha256: str, sha256s: Dict[str, str]
+) -> Union[ModeGraphs, str]:
     """One mode's graphs, or why they are not used."""
     try:
         manifest = srsly.json_loads(files[path].decode("utf8"))
@@ -137,8 +143,9 @@ def _read_manifest(files: Dict[str, bytes], path: str, weights_sha256: str) -> U
         held = ModeGraphs(dict(manifest["settings"]))
         folder = path.rsplit("/", 1)[0]
         for name, entry in manifest["graphs"].items():
-            data: Optional[bytes] = files.get(f"{folder}/{entry['file']}")
-            if data is None or hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            stored = f"{folder}/{entry['file']}"
+            data: Optional[bytes] = files.get(stored)
+            if data is None or (sha256s.get(stored) or hashlib.sha256(data).hexdigest()) != entry["sha256"]:
                 return f"the saved {name} graph is missing or damaged"
             held.graphs[name] = SavedGraph(data, bool(entry.get("smoothed")), tuple(entry.get("kept_float", ())))
         for name, entry in manifest.get("failed", {}).items():
