@@ -12,7 +12,9 @@ the best clean dev score, the step, passes and CPU-minutes where it was reached,
 noise 0.5 there, whether the curve levelled off: its best before the last fifth of the run)
 between the results page's markers, and `--check` fails when the page is not what the files
 give; `plot` draws every task's curves, entangle beside the baseline, clean and noisy.
-The budget of each model is read off its own curve: the step of its best clean dev score.
+The budget of each model is read off its own curve: the step of its best clean dev score. A curve
+that a longer run replaced stays in the table and the plot (EARLIER: its file carries its
+schedule's suffix, VARIANT_seed0_STEPS.jsonl) but not in the verdict.
 
 The seeds at a chosen budget (`variants.py train-one VARIANT --max-steps B --curve ...`, the
 learning-rate schedule ending at B) are kept as meta/budget/TASK/VARIANT_B_seedN.jsonl
@@ -69,6 +71,9 @@ class Curve:
     role: str  # "entangle" or "baseline"
     metric: str  # the clean/noisy score's key
     score_name: str
+    # an earlier run of the same curve, replaced by a longer one (its schedule, e.g.
+    # "2,000-step schedule"): kept in the table and the plot, never collected or paired
+    earlier: str = ""
 
 
 def _curves() -> List[Curve]:
@@ -88,7 +93,20 @@ def _curves() -> List[Curve]:
             out.append(
                 Curve(task, title, folder, f"metrics/curves/{sub}{variant}_seed0.jsonl", variant, role, metric, name)
             )
+        for variant, role, suffix, schedule in EARLIER.get(task, ()):
+            path = f"metrics/curves/{sub}{variant}_seed0_{suffix}.jsonl"
+            out.append(Curve(task, title, folder, path, variant, role, metric, name, earlier=schedule))
     return out
+
+
+# the curves a longer run replaced, per task: (variant, role, the file's suffix, the schedule)
+# (MasakhaNER swa's first pair ran a 2,000-step schedule on the AMD host; neither levelled off)
+EARLIER = {
+    "masakhaner-swa": [
+        ("both-mild", "entangle", "2000", "2,000-step schedule"),
+        ("baseline", "baseline", "2000", "2,000-step schedule"),
+    ]
+}
 
 
 CURVES = _curves()
@@ -173,8 +191,9 @@ def render_table(rows: List[Summary]) -> str:
     for s in rows:
         noisy = f"{100 * s.noisy_at_best:.1f}" if s.noisy_at_best is not None else "–"
         passes = f"{s.passes_at_best:.1f}" if s.passes_at_best is not None else "–"
+        earlier = f", earlier: {s.curve.earlier}" if s.curve.earlier else ""
         lines.append(
-            f"| {s.curve.title} | {s.curve.role} (`{s.curve.variant}`) | {s.curve.score_name} | {100 * s.best:.1f} | "
+            f"| {s.curve.title} | {s.curve.role} (`{s.curve.variant}`{earlier}) | {s.curve.score_name} | {100 * s.best:.1f} | "
             f"{noisy} | {s.best_step} | {passes} | {s.cpu_minutes_at_best:.0f} | {s.last_step} | "
             f"{s.cpu_minutes_total:.0f} | {'yes' if s.levelled else 'no'} |"
         )
@@ -316,7 +335,7 @@ def pairs(curves: List[Summary], rows: List[BudgetRow]) -> List[Pair]:
     out = []
     for task in dict.fromkeys(c.task for c in CURVES):
         recipe = next(c for c in CURVES if c.task == task and c.role == "entangle")
-        held = {s.curve.variant: s for s in curves if s.curve.task == task}
+        held = {s.curve.variant: s for s in curves if s.curve.task == task and not s.curve.earlier}
         if recipe.variant not in held or "baseline" not in held:
             continue
         ent, base = held[recipe.variant], held["baseline"]
@@ -415,7 +434,7 @@ def collect(
     meta: Path = typer.Option(META, "--meta"),
 ) -> None:
     """Copy every curve file the projects wrote into the committed meta/curves/."""
-    for curve in CURVES:
+    for curve in (c for c in CURVES if not c.earlier):
         source = root / curve.folder / curve.path
         if not source.exists():
             print(f"ℹ {curve.task} {curve.variant}: no curve at {source}")
@@ -505,12 +524,16 @@ def plot(
             xs = [_x(p, x) for p in points]
             clean = [100 * (p["scores"]["dev"].get(curve.metric) or 0.0) for p in points]
             noisy = [100 * (p["scores"].get(NOISY, {}).get(curve.metric) or 0.0) for p in points]
-            colour = "tab:blue" if curve.role == "baseline" else next(recipes)
-            ax.plot(xs, clean, color=colour, label=f"{curve.variant} clean")
-            ax.plot(xs, noisy, color=colour, linestyle="--", label=f"{curve.variant} noise 0.5")
+            if curve.earlier:  # a run a longer one replaced: thin and faded, in its model's colour
+                colour, style = ("tab:blue" if curve.role == "baseline" else "tab:red"), {"alpha": 0.35, "lw": 0.8}
+                label = f"{curve.variant}, {curve.earlier}"
+            else:
+                colour, style, label = ("tab:blue" if curve.role == "baseline" else next(recipes)), {}, curve.variant
+            ax.plot(xs, clean, color=colour, label=f"{label} clean", **style)
+            ax.plot(xs, noisy, color=colour, linestyle="--", label=f"{label} noise 0.5", **style)
             s = summarise(curve, points)
             best = next(p for p in points if p["step"] == s.best_step)
-            ax.plot([_x(best, x)], [100 * s.best], marker="o", color=colour)
+            ax.plot([_x(best, x)], [100 * s.best], marker="o", color=colour, **style)
             ax.set_title(curve.title)
             ax.set_ylabel(curve.score_name)
             drawn = True

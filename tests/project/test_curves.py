@@ -257,3 +257,24 @@ def test_the_parity_table_puts_each_models_seeds_at_its_budget_beside_the_papers
     assert curves.parity_lines(summaries[2:], rows, paper) == [
         "No task has the seeds of both models at their budgets yet."
     ]
+
+
+def test_an_earlier_run_a_longer_one_replaced_is_in_the_table_not_collected_nor_paired(tmp_path):
+    earlier = [c for c in curves.CURVES if c.earlier]
+    assert {(c.task, c.role) for c in earlier} == {("masakhaner-swa", "entangle"), ("masakhaner-swa", "baseline")}
+    for curve in earlier:  # committed, beside the run that replaced it
+        assert curves.meta_file(curves.META, curve).exists(), curve
+    root, meta = tmp_path / "project", tmp_path / "meta"
+    folder = root / "masakhaner" / "metrics" / "curves" / "swa"
+    _write(folder / "baseline_seed0_2000.jsonl", [_point(0, 0.2, 0.1, 3)])  # not the project's file: left
+    _write(folder / "baseline_seed0.jsonl", [_point(0, 0.3, 0.1, 3), _point(200, 0.6, 0.4, 9)])
+    assert _run("collect", "--root", root, "--meta", meta).returncode == 0
+    assert [p.name for p in meta.rglob("*.jsonl")] == ["baseline_seed0.jsonl"]
+    _write(meta / "masakhaner-swa" / "baseline_seed0_2000.jsonl", [_point(0, 0.2, 0.1, 3), _point(200, 0.7, 0.5, 9)])
+    _write(meta / "masakhaner-swa" / "both-mild_seed0_2000.jsonl", [_point(200, 0.8, 0.7, 9)])
+    rows = curves.summaries(meta)
+    table = curves.render_table(rows)
+    assert "| MasakhaNER swa | baseline (`baseline`) |" in table
+    assert "| MasakhaNER swa | baseline (`baseline`, earlier: 2,000-step schedule) | dev F1 | 70.0 |" in table
+    # the earlier entangle curve does not pair with the new baseline's: no verdict row for the task
+    assert all(p.task != "masakhaner-swa" for p in curves.pairs(rows, []))
