@@ -21,22 +21,34 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import torch
 from torch.overrides import TorchFunctionMode
 
-# what draws random numbers into a tensor in place: torch's init functions (each is one call
-# as torch's mode sees it) and the tensor methods the encoders' _init_weights call directly
-_INIT = torch.nn.init
-RANDOM_FILLS: Set[Callable[..., Any]] = {
-    _INIT.uniform_,
-    _INIT.normal_,
-    _INIT.trunc_normal_,
-    _INIT.kaiming_uniform_,
-    _INIT.kaiming_normal_,
-    _INIT.xavier_uniform_,
-    _INIT.xavier_normal_,
-    _INIT.orthogonal_,
-    _INIT.sparse_,
-    torch.Tensor.uniform_,
-    torch.Tensor.normal_,
-}
+# what draws random numbers into a tensor in place: torch's init functions (each is one call as
+# torch's mode sees it) and the tensor methods the encoders' _init_weights call directly. The init
+# functions are known by name, not identity: libraries may replace ``torch.nn.init``'s attributes
+# with wrappers (transformers 5 does), and torch's own function then hands its mode whatever
+# ``torch.nn.init`` holds under that name
+INIT_FILLS = frozenset(
+    {
+        "uniform_",
+        "normal_",
+        "trunc_normal_",
+        "kaiming_uniform_",
+        "kaiming_normal_",
+        "xavier_uniform_",
+        "xavier_normal_",
+        "orthogonal_",
+        "sparse_",
+    }
+)
+TENSOR_FILLS: Set[Callable[..., Any]] = {torch.Tensor.uniform_, torch.Tensor.normal_}
+
+
+def is_random_fill(func: Callable[..., Any]) -> bool:
+    if func in TENSOR_FILLS:
+        return True
+    name = getattr(func, "__name__", None)
+    if name not in INIT_FILLS:
+        return False
+    return getattr(func, "__module__", None) == "torch.nn.init" or getattr(torch.nn.init, name, None) is func
 
 
 class SkippedInit(TorchFunctionMode):
@@ -54,7 +66,7 @@ class SkippedInit(TorchFunctionMode):
         kwargs: Optional[Dict[str, Any]] = None,
     ) -> Any:
         kwargs = kwargs or {}
-        if func in RANDOM_FILLS:
+        if is_random_fill(func):
             tensor = args[0] if args else kwargs["tensor"]
             self.skipped.append(tensor)
             return tensor
