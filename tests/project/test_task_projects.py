@@ -293,7 +293,7 @@ def test_every_task_project_trains_through_its_variants_yml(tmp_path):
     assert "ner_cpu.cfg --output training/curves/swa/both-mild/seed0" in mk["curve"]
     assert "--training.logger.@loggers spacy-entangle.CurveLogger.v1" in mk["curve"]
     assert "noisy/swa/dev_noise0.5.spacy" in mk["curve"] and "char_noise_augmenter" in mk["curve"]
-    assert "--training.max_steps 2000 --training.optimizer.learn_rate.total_steps 2000" in mk["curve"]
+    assert "--training.max_steps 4000 --training.optimizer.learn_rate.total_steps 4000" in mk["curve"]
     # and its seeds at a budget, per language (the placeholders: swa, seed 1)
     steps = _config(root / "masakhaner")["vars"]["budget_steps"]
     assert f"--training.max_steps {steps} " in mk["budget"] and f"--training.patience {steps}" in mk["budget"]
