@@ -1,24 +1,21 @@
 """Load + first doc of several pipelines side by side: fresh processes, interleaved rounds, best
 and median of --repeats each, and each one's ratio to the first. A pipeline may name the code
 it loads with (``LABEL=PATH@SRC``: SRC goes first on the child's PYTHONPATH, such as a
-``git worktree`` of an older commit), so two versions of the plugin are timed in one run.
+``git worktree`` of an older commit: speed_load.py's child, one process per round), so two versions of the plugin are timed in one run.
 
     OMP_NUM_THREADS=1 python research/benchmarks/load_compare.py \\
-        baseline=/path/to/baseline/model-best \\
-        before=/path/to/en_entangle_wnut-0.1.0@/tmp/before after=/path/to/en_entangle_wnut-0.1.0 \\
+        baseline=BASELINE_DIR \\
+        before=PACKAGE_DIR@../before after=PACKAGE_DIR \\
         --repeats 5 --output load.json
 """
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import speed_load
+from speed_load import load_seconds
 from speed_timing import cpu_int8_label, environment
 
 
@@ -31,18 +28,6 @@ def parse_pipeline(text: str) -> Tuple[str, str, Optional[str]]:
     return label, path, src or None
 
 
-def child_seconds(path: str, src: Optional[str], threads: int) -> float:
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    if src:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
-    run = subprocess.run(
-        [sys.executable, speed_load.__file__, path, "{}", speed_load.TEXT], capture_output=True, text=True, env=env
-    )
-    if run.returncode:
-        sys.exit(f"load + first doc of {path} failed:\n{run.stderr[-3000:]}")
-    return float(json.loads(run.stdout.strip().splitlines()[-1])["seconds"])
-
-
 def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Dict[str, float]]:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("pipelines", nargs="+", type=parse_pipeline, help="LABEL=PATH[@SRC]; the first is the reference")
@@ -53,7 +38,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Dict[str, float]]:
     seconds: Dict[str, List[float]] = {label: [] for label, _, _ in args.pipelines}
     for _ in range(args.repeats):
         for label, path, src in args.pipelines:
-            seconds[label].append(child_seconds(path, src, args.threads))
+            seconds[label].append(load_seconds(path, {}, 1, args.threads, pythonpath=src) or 0.0)
     first = min(seconds[args.pipelines[0][0]])
     rows = {
         label: {"best": min(v), "median": statistics.median(v), "ratio": min(v) / first, "all": v}

@@ -13,10 +13,20 @@ from typing import Any, Dict, Optional
 TEXT = "Empire State Building = ESB . Pretty bad storm here last evening with @paulwalk in New York"
 
 
-def load_seconds(path: str, overrides: Dict[str, Any], repeats: int, threads: int, text: str = TEXT) -> Optional[float]:
-    """The best of ``repeats`` fresh processes' load + first doc, in seconds (None: 0 repeats)."""
+def load_seconds(
+    path: str,
+    overrides: Dict[str, Any],
+    repeats: int,
+    threads: int,
+    text: str = TEXT,
+    pythonpath: Optional[str] = None,
+) -> Optional[float]:
+    """The best of ``repeats`` fresh processes' load + first doc, in seconds (None: 0 repeats).
+    ``pythonpath``: put first on the child's PYTHONPATH (another version of the plugin)."""
     best: Optional[float] = None
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
     for _ in range(repeats):
         run = subprocess.run(
             [sys.executable, __file__, path, json.dumps(overrides), text], capture_output=True, text=True, env=env

@@ -392,9 +392,7 @@ class EntangleShim(PyTorchShim):
         try:
             state = load_safetensors(weights)
         except Exception as err:  # re-raised naming the file
-            if CHECKSUM not in files:  # saved before the checksum: damage cannot be ruled out
-                raise ValueError(f"model.safetensors cannot be loaded: {type(err).__name__}: {err}") from err
-            raise mismatch("model.safetensors (into the encoders built from the saved configs)", err) from err
+            raise _weights_error(files, mismatch, err) from err
         # every weight is about to be overwritten: not drawn at random first, unless the model
         # holds random state the saved weights do not fill (then built again, drawn as usual)
         with skipped_random_init() as init:
@@ -427,9 +425,7 @@ class EntangleShim(PyTorchShim):
         try:
             _load_weights(self._model, state)
         except Exception as err:  # re-raised naming the file
-            if CHECKSUM not in files:  # saved before the checksum: damage cannot be ruled out
-                raise ValueError(f"model.safetensors cannot be loaded: {type(err).__name__}: {err}") from err
-            raise mismatch("model.safetensors (into the encoders built from the saved configs)", err) from err
+            raise _weights_error(files, mismatch, err) from err
 
     def to_bytes(self) -> bytes:
         return srsly.msgpack_dumps({"config": self.cfg, "files": self.to_files()})
@@ -528,6 +524,16 @@ def _json_file(files: Dict[str, bytes], name: str) -> Dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"{name} cannot be read: not a JSON object")
     return value
+
+
+def _weights_error(
+    files: Dict[str, bytes], mismatch: Callable[[str, Exception], Exception], err: Exception
+) -> Exception:
+    """Why model.safetensors did not load: damage where no checksum rules it out, else a mismatch
+    between intact weights and the encoders the installed libraries build."""
+    if CHECKSUM not in files:  # saved before the checksum: damage cannot be ruled out
+        return ValueError(f"model.safetensors cannot be loaded: {type(err).__name__}: {err}")
+    return mismatch("model.safetensors (into the encoders built from the saved configs)", err)
 
 
 def _load_weights(model: torch.nn.Module, state: Dict[str, torch.Tensor]) -> None:
