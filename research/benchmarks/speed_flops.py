@@ -11,7 +11,6 @@ fp32, the exact model's torch ops: an int8 or ONNX mode does the same products, 
 """
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
@@ -21,8 +20,9 @@ import torch
 from spacy.language import Language
 from spacy.tokens import Doc
 from spacy.util import minibatch
+from speed_compare import mode_overrides, pipeline_specs
 from speed_data import BASELINE, Text, long_texts, make_docs, n_words, read_sentences, texts_of
-from speed_timing import print_table
+from speed_timing import environment, print_table, save
 
 
 def _sdpa_flops(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
@@ -56,11 +56,8 @@ def part_flops(
 ) -> Dict[str, Any]:
     """Multiply-adds (FLOPs / 2) of each pipeline's encoder component on the same docs."""
     words = n_words(texts)
-    encoders = {"entangle fp32": (entangle, "entangle"), BASELINE: (baseline, "transformer")}
-    macs = {
-        name: forward_flops(nlp.get_pipe(pipe).predict, make_docs(nlp, texts), args.batch_size) / 2
-        for name, (nlp, pipe) in encoders.items()
-    }
+    encoders = {"entangle fp32": entangle, BASELINE: baseline}
+    macs = {name: encoder_macs(nlp, texts, args.batch_size) for name, nlp in encoders.items()}
     flop_ratio = macs["entangle fp32"] / macs[BASELINE]
     speed_ratio = speed["baseline_over_entangle"]
     rows = [[name, f"{m / 1e9:,.3g}", f"{m / words / 1e6:,.3g}"] for name, m in macs.items()]
@@ -84,20 +81,21 @@ def part_flops(
     }
 
 
-def encoder_component(nlp: Language) -> str:
-    """The component whose forward pass is counted: the `entangle` one, else the
-    spacy-transformers `transformer`."""
-    for name in nlp.component_names:
-        if nlp.get_pipe_meta(name).factory in ("entangle", "transformer"):
-            return name
-    raise ValueError(f"no entangle or transformer component (components: {', '.join(nlp.component_names)})")
+def encoder_macs(nlp: Language, texts: List[Text], batch_size: int) -> float:
+    """Multiply-adds (FLOPs / 2) of the forward pass of the pipeline's encoder component
+    (its `entangle` one, else its spacy-transformers `transformer`) on ``texts``."""
+    names = [n for n in nlp.component_names if nlp.get_pipe_meta(n).factory in ("entangle", "transformer")]
+    if not names:
+        raise ValueError(f"no entangle or transformer component (components: {', '.join(nlp.component_names)})")
+    return forward_flops(nlp.get_pipe(names[0]).predict, make_docs(nlp, texts), batch_size) / 2
 
 
 def load_fp32(path: Path) -> Language:
-    """The pipeline with every `entangle` component in fp32 (the torch ops the counter sees)."""
-    config = spacy.util.load_config(path / "config.cfg", interpolate=False)
-    names = [n for n, c in config["components"].items() if c.get("factory") == "entangle"]
-    return spacy.load(path, config={"components": {n: {"inference": "fp32"} for n in names}})
+    """The pipeline with every `entangle` component in fp32: the exact model's torch ops,
+    which the counter sees (an ONNX session's are not)."""
+    components = spacy.util.load_config(path / "config.cfg", interpolate=False)["components"]
+    entangles = [name for name, c in components.items() if c.get("factory") == "entangle"]
+    return spacy.load(path, config=mode_overrides(entangles, "fp32"))
 
 
 def count(specs: List[Tuple[str, Path]], sets: Dict[str, List[Text]], batch_size: int) -> Dict[str, Any]:
@@ -107,10 +105,7 @@ def count(specs: List[Tuple[str, Path]], sets: Dict[str, List[Text]], batch_size
     pipes = {name: load_fp32(path) for name, path in specs}
     for label, texts in sets.items():
         words = n_words(texts)
-        macs = {}
-        for name, nlp in pipes.items():
-            predict = nlp.get_pipe(encoder_component(nlp)).predict
-            macs[name] = forward_flops(predict, make_docs(nlp, texts), batch_size) / 2
+        macs = {name: encoder_macs(nlp, texts, batch_size) for name, nlp in pipes.items()}
         reference = macs[specs[0][0]]
         rows = [
             [name, f"{m / 1e9:,.4g}", f"{m / words / 1e6:,.4g}", f"{m / reference:.2f}x", f"{reference / m:.2f}x"]
@@ -134,22 +129,18 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--output", type=Path, help="JSON file for the counts")
     args = parser.parse_args(argv)
-    specs = []
-    for spec in args.pipelines:
-        name, sep, path = spec.partition("=")
-        if not sep or not name or not Path(path).is_dir():
-            parser.error(f"--pipelines wants NAME=DIR with DIR a pipeline directory, got {spec!r}")
-        specs.append((name, Path(path)))
+    specs = pipeline_specs(parser, args.pipelines)
+    for name, path in specs:
+        if not (path / "config.cfg").is_file():
+            parser.error(f"--pipelines {name}={path}: not a spaCy pipeline directory (no config.cfg)")
     torch.set_num_threads(1)
-    sents = read_sentences(args.data, args.limit)
-    if not sents:
+    every = read_sentences(args.data)
+    if not every:
         parser.error(f"{args.data}: no sentences")
-    sets = {"dev sentences": texts_of(sents)}
+    sets = {"dev sentences": texts_of(every[: args.limit] if args.limit else every)}
     if args.doc_chars:
-        sets[f"one {args.doc_chars:,}-char doc"] = long_texts(read_sentences(args.data), args.doc_chars, args.doc_chars)
-    result = count(specs, sets, args.batch_size)
-    if args.output:
-        args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf8")
+        sets[f"one {args.doc_chars:,}-char doc"] = long_texts(every, args.doc_chars, args.doc_chars)
+    save({"environment": environment("cpu"), **count(specs, sets, args.batch_size)}, args.output)
     return 0
 
 
